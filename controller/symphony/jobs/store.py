@@ -1,0 +1,288 @@
+"""The desired state in SQLite: jobs, their Job_IDs, parameters. Survives kill -9 at any point.
+
+Why this is crash safe:
+- WAL journal with ``synchronous=FULL``: a commit is durable once ``commit()`` returns, and a
+  crash mid-transaction leaves the database as it was before the transaction.
+- Every state change is one transaction (``BEGIN IMMEDIATE`` takes the write lock first, so the
+  read of the used IDs and the insert of the new one cannot interleave with another writer).
+- The API answers only after the commit, so an ID a caller has seen is on disk.
+- The database itself refuses a second live row with the same Job_ID (partial unique index), so
+  even a logic bug cannot hand one ID to two live jobs.
+
+A job's life: ``active`` -> (Release) ``releasing`` with ``pending`` = its switches -> each
+switch that has deleted its entries and zeroed its registers is removed from ``pending`` ->
+``released`` when none is left. Only then is its Job_ID free. Released rows are kept so that a
+retried Allocate with the same request key still gets the same answer.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from symphony.jobs import allocator
+from symphony.jobs.errors import JobError, Kind
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    uid          INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id       INTEGER NOT NULL CHECK (job_id BETWEEN 1 AND 16383),
+    request_key  TEXT NOT NULL UNIQUE,
+    request      TEXT NOT NULL,            -- canonical request, to detect a reused key
+    name         TEXT NOT NULL,
+    mode         TEXT NOT NULL CHECK (mode IN ('tag', 'hosts')),
+    hosts        TEXT NOT NULL,            -- JSON list of IPv4 strings
+    switches     TEXT NOT NULL,            -- JSON list of switch names
+    params       TEXT NOT NULL,            -- JSON object: the job's overrides
+    state        TEXT NOT NULL CHECK (state IN ('active', 'releasing', 'released')),
+    pending      TEXT NOT NULL DEFAULT '[]',  -- switches still to clear while releasing
+    created_at   REAL NOT NULL,
+    released_at  REAL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS live_job_id ON jobs(job_id) WHERE state != 'released';
+CREATE UNIQUE INDEX IF NOT EXISTS live_name ON jobs(name) WHERE state != 'released';
+CREATE TABLE IF NOT EXISTS globals (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL                    -- JSON
+);
+"""
+
+CURSOR_KEY = "allocator.cursor"
+PARAMS_KEY = "params"
+
+
+@dataclass(frozen=True)
+class Job:
+    uid: int
+    job_id: int
+    request_key: str
+    name: str
+    mode: str
+    hosts: tuple[str, ...]
+    switches: tuple[str, ...]
+    params: Mapping[str, Any]
+    state: str
+    pending: tuple[str, ...]
+    created_at: float
+    released_at: float | None
+
+    @property
+    def live(self) -> bool:
+        return self.state != "released"
+
+
+def canonical_request(
+    name: str, mode: str, hosts: Iterable[str], switches: Iterable[str], params: Mapping[str, Any]
+) -> str:
+    return json.dumps(
+        {"name": name, "mode": mode, "hosts": sorted(hosts), "switches": list(switches),
+         "params": dict(params)},
+        sort_keys=True,
+    )
+
+
+class JobStore:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if str(path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        # isolation_level=None: we issue BEGIN/COMMIT ourselves, so nothing commits implicitly.
+        self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        # Idempotent DDL (IF NOT EXISTS); safe to run on every start.
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    # ---- reads -------------------------------------------------------------------------------
+
+    def get(self, job_id: int) -> Job | None:
+        """The live job holding ``job_id``, if any."""
+        row = self._db.execute(
+            "SELECT * FROM jobs WHERE job_id = ? AND state != 'released'", (job_id,)
+        ).fetchone()
+        return _job(row) if row else None
+
+    def get_by_name(self, name: str) -> Job | None:
+        row = self._db.execute(
+            "SELECT * FROM jobs WHERE name = ? AND state != 'released'", (name,)
+        ).fetchone()
+        return _job(row) if row else None
+
+    def get_by_key(self, request_key: str) -> Job | None:
+        row = self._db.execute(
+            "SELECT * FROM jobs WHERE request_key = ?", (request_key,)
+        ).fetchone()
+        return _job(row) if row else None
+
+    def list(self, include_released: bool = False) -> list[Job]:
+        sql = "SELECT * FROM jobs"
+        if not include_released:
+            sql += " WHERE state != 'released'"
+        return [_job(r) for r in self._db.execute(sql + " ORDER BY job_id, uid")]
+
+    def global_params(self) -> dict[str, Any]:
+        row = self._db.execute("SELECT value FROM globals WHERE key = ?", (PARAMS_KEY,)).fetchone()
+        return json.loads(row[0]) if row else {}
+
+    # ---- writes ------------------------------------------------------------------------------
+
+    def allocate(
+        self,
+        request_key: str,
+        name: str,
+        mode: str,
+        hosts: Iterable[str],
+        switches: Iterable[str],
+        params: Mapping[str, Any],
+    ) -> tuple[Job, bool]:
+        """Create a job, or return the one this request key already made: (job, created)."""
+        hosts = tuple(hosts)
+        switches = tuple(switches)
+        request = canonical_request(name, mode, hosts, switches, params)
+        with self._tx() as db:
+            row = db.execute("SELECT * FROM jobs WHERE request_key = ?", (request_key,)).fetchone()
+            if row is not None:
+                if row["request"] != request:
+                    raise JobError(
+                        Kind.CONFLICT, "request_key",
+                        f"{request_key!r} was used for a different request (job "
+                        f"{row['job_id']} {row['name']!r})",
+                    )
+                return _job(row), False
+            live = [_job(r) for r in db.execute("SELECT * FROM jobs WHERE state != 'released'")]
+            for job in live:
+                if job.name == name:
+                    raise JobError(
+                        Kind.CONFLICT, "name", f"job {job.job_id} is already named {name!r}"
+                    )
+                # hosts mode: a source address can belong to one job only (job_by_src is exact).
+                clash = set(job.hosts) & set(hosts) if job.mode == mode == "hosts" else set()
+                if clash:
+                    raise JobError(
+                        Kind.CONFLICT, "hosts",
+                        f"{', '.join(sorted(clash))} already belong to job {job.job_id}",
+                    )
+            cursor = self._global(db, CURSOR_KEY, 0)
+            job_id = allocator.pick({j.job_id for j in live}, mode, cursor)
+            if job_id is None:
+                raise JobError(
+                    Kind.EXHAUSTED, "", f"every Job_ID a {mode}-mode job can use is taken"
+                )
+            now = time.time()
+            cur = db.execute(
+                "INSERT INTO jobs (job_id, request_key, request, name, mode, hosts, switches,"
+                " params, state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', ?)",
+                (job_id, request_key, request, name, mode, json.dumps(list(hosts)),
+                 json.dumps(list(switches)), json.dumps(dict(params), sort_keys=True), now),
+            )
+            self._set_global(db, CURSOR_KEY, job_id)
+            row = db.execute("SELECT * FROM jobs WHERE uid = ?", (cur.lastrowid,)).fetchone()
+            return _job(row), True
+
+    def release(self, job_id: int) -> Job:
+        """Start releasing a live job (idempotent for one that is already releasing)."""
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT * FROM jobs WHERE job_id = ? AND state != 'released'", (job_id,)
+            ).fetchone()
+            if row is None:
+                raise JobError(Kind.NOT_FOUND, "job_id", f"no live job {job_id}")
+            if row["state"] == "active":
+                db.execute(
+                    "UPDATE jobs SET state = 'releasing', pending = switches WHERE uid = ?",
+                    (row["uid"],),
+                )
+                row = db.execute("SELECT * FROM jobs WHERE uid = ?", (row["uid"],)).fetchone()
+            return _job(row)
+
+    def mark_cleared(self, uid: int, switch: str) -> Job:
+        """``switch`` holds nothing of releasing job ``uid`` any more; free the ID when it was the
+        last one."""
+        with self._tx() as db:
+            row = db.execute("SELECT * FROM jobs WHERE uid = ?", (uid,)).fetchone()
+            if row is None:
+                raise JobError(Kind.NOT_FOUND, "uid", f"no job row {uid}")
+            if row["state"] != "releasing":
+                return _job(row)
+            pending = [s for s in json.loads(row["pending"]) if s != switch]
+            if pending:
+                db.execute(
+                    "UPDATE jobs SET pending = ? WHERE uid = ?", (json.dumps(pending), uid)
+                )
+            else:
+                db.execute(
+                    "UPDATE jobs SET pending = '[]', state = 'released', released_at = ?"
+                    " WHERE uid = ?", (time.time(), uid),
+                )
+            return _job(db.execute("SELECT * FROM jobs WHERE uid = ?", (uid,)).fetchone())
+
+    def set_job_params(self, job_id: int, overrides: Mapping[str, Any]) -> Job:
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT * FROM jobs WHERE job_id = ? AND state = 'active'", (job_id,)
+            ).fetchone()
+            if row is None:
+                raise JobError(Kind.NOT_FOUND, "job_id", f"no active job {job_id}")
+            params = {**json.loads(row["params"]), **overrides}
+            db.execute(
+                "UPDATE jobs SET params = ? WHERE uid = ?",
+                (json.dumps(params, sort_keys=True), row["uid"]),
+            )
+            return _job(db.execute("SELECT * FROM jobs WHERE uid = ?", (row["uid"],)).fetchone())
+
+    def set_global_params(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        with self._tx() as db:
+            params = {**self._global(db, PARAMS_KEY, {}), **overrides}
+            self._set_global(db, PARAMS_KEY, params)
+            return params
+
+    @staticmethod
+    def _global(db: sqlite3.Connection, key: str, default: Any) -> Any:
+        row = db.execute("SELECT value FROM globals WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else default
+
+    @staticmethod
+    def _set_global(db: sqlite3.Connection, key: str, value: Any) -> None:
+        db.execute(
+            "INSERT INTO globals (key, value) VALUES (?, ?)"
+            " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, json.dumps(value, sort_keys=True)),
+        )
+
+
+def _job(row: sqlite3.Row) -> Job:
+    return Job(
+        uid=row["uid"],
+        job_id=row["job_id"],
+        request_key=row["request_key"],
+        name=row["name"],
+        mode=row["mode"],
+        hosts=tuple(json.loads(row["hosts"])),
+        switches=tuple(json.loads(row["switches"])),
+        params=json.loads(row["params"]),
+        state=row["state"],
+        pending=tuple(json.loads(row["pending"])),
+        created_at=row["created_at"],
+        released_at=row["released_at"],
+    )

@@ -1,0 +1,1 @@
+"""Switch side: P4Runtime sessions, desired entries, register access per target."""

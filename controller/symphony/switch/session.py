@@ -1,0 +1,299 @@
+"""One switch, kept programmed: connect, push the pipeline if it changed, reconcile, repeat.
+
+The session owns one P4Runtime connection (finsy) at a time and loops forever:
+
+1. connect and win arbitration (finsy, with the configured device id);
+2. push the pipeline only when the switch's cookie differs from ours (finsy compares the
+   ForwardingPipelineConfig cookie, a hash of P4Info and device config) - a controller restart
+   leaves a running switch alone;
+3. read every table entry back and write the difference to the desired state (routes, port
+   queue marking, lookup tables, job entries), zeroing a job's registers before its first entry
+   goes in and after its last entry came out;
+4. wait for the channel to go down (bmv2 killed, network gone), re-reconciling every
+   ``reconcile_interval_s`` meanwhile, then back off and go to 1.
+
+We drive finsy's one-shot ``async with Switch`` rather than ``Switch.run()`` because run()
+waits 10 s after a quick failure and lets gRPC back off up to 15 s: too slow to have a restarted
+bmv2 reconciled within seconds. Our backoff starts at ``backoff_initial_s`` and doubles to
+``backoff_max_s``.
+
+Job changes while connected (Allocate, Release, SetParams) call ``sync()``: the same diff, against
+the session's mirror of what it wrote instead of a fresh read of all tables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import finsy
+from finsy import P4TableEntry, SwitchEvent, SwitchOptions
+from finsy.proto import p4r
+
+from symphony.config import Config, SwitchConfig
+from symphony.jobs.store import Job
+from symphony.model.pipeline import JobState
+from symphony.switch import desired, entries
+from symphony.switch.registers import JobRegisters, ThriftJobRegisters
+from symphony.switch.targets import Target, target
+
+LOG = logging.getLogger(__name__)
+# Updates per WriteRequest: far below gRPC's 4 MiB message limit, few round trips.
+WRITE_BATCH = 500
+
+
+class DesiredSource(Protocol):
+    """What the session asks the job manager."""
+
+    def jobs_on(self, switch: str) -> tuple[list[Job], list[Job]]:
+        """(active jobs on this switch, releasing jobs still pending on it)."""
+
+    def action_params(self, job: Job, tick_ns: int) -> dict[str, int]: ...
+
+    def cleared(self, job: Job, switch: str) -> None:
+        """The switch holds nothing of this releasing job any more."""
+
+
+class Backoff:
+    def __init__(self, initial: float, maximum: float) -> None:
+        self.initial = initial
+        self.maximum = maximum
+        self._next = initial
+
+    def next(self) -> float:
+        delay = self._next
+        self._next = min(self.maximum, self._next * 2)
+        return delay
+
+    def reset(self) -> None:
+        self._next = self.initial
+
+
+@dataclass
+class SessionStatus:
+    name: str
+    address: str
+    target: str
+    state: str = "starting"  # starting | connecting | reconciling | ready | down
+    connected_since: float | None = None
+    last_error: str = ""
+    connects: int = 0
+    last_reconcile: float | None = None
+    last_reconcile_changes: int = 0
+    entries: int = 0
+    jobs: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class SwitchSession:
+    def __init__(self, cfg: SwitchConfig, config: Config, source: DesiredSource) -> None:
+        self.cfg = cfg
+        self.config = config
+        self.source = source
+        self.target: Target = target(cfg.target)
+        self.pipeline = config.pipelines[cfg.target]
+        self.status = SessionStatus(cfg.name, cfg.address, cfg.target)
+        self._sw: finsy.Switch | None = None
+        self._registers: JobRegisters | None = None
+        self._lock = asyncio.Lock()
+        # What we believe the switch holds, keyed like entries.key_of; refreshed by full reads.
+        self._mirror: dict[entries.EntryKey, p4r.TableEntry] = {}
+        self._mirror_stale = True
+        self._base: dict[entries.EntryKey, p4r.TableEntry] | None = None
+        self._ready = asyncio.Event()
+        self._device_config = self.target.device_config(self.pipeline)
+        self.on_reconciled: Callable[[SwitchSession], None] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.cfg.name
+
+    @property
+    def is_ready(self) -> bool:
+        return self._ready.is_set()
+
+    def options(self) -> SwitchOptions:
+        return SwitchOptions(
+            p4info=self.pipeline.p4info,
+            p4blob=self._device_config,
+            device_id=self.cfg.device_id,
+        )
+
+    async def run(self) -> None:
+        backoff = Backoff(self.config.backoff_initial_s, self.config.backoff_max_s)
+        while True:
+            self.status.state = "connecting"
+            try:
+                async with finsy.Switch(self.name, self.cfg.address, self.options()) as sw:
+                    down = sw.ee.event_future(SwitchEvent.CHANNEL_DOWN)
+                    self._sw = sw
+                    self.status.connects += 1
+                    self.status.connected_since = time.time()
+                    self._registers = self.target.registers(self.cfg, sw)
+                    await self.reconcile()
+                    backoff.reset()
+                    while not down.done():
+                        await asyncio.wait([down], timeout=self.config.reconcile_interval_s)
+                        if not down.done():
+                            await self.reconcile()
+                    LOG.warning("%s: channel down", self.name)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # any failure means: reconnect
+                self.status.last_error = f"{type(exc).__name__}: {exc}"
+                LOG.warning("%s: %s", self.name, self.status.last_error)
+            finally:
+                self._ready.clear()
+                self._sw = None
+                if isinstance(self._registers, ThriftJobRegisters):
+                    self._registers.drop()
+                self._registers = None
+                self.status.state = "down"
+                self.status.connected_since = None
+            await asyncio.sleep(backoff.next())
+
+    # ---- reconciliation ----------------------------------------------------------------------
+
+    async def reconcile(self) -> int:
+        """Full read-back of the switch's tables, then write the difference."""
+        async with self._lock:
+            sw = self._require()
+            self.status.state = "reconciling"
+            self._mirror = await self._read_all(sw)
+            changes = await self._sync_locked(sw)
+            self.status.state = "ready"
+            self.status.last_reconcile = time.time()
+            self.status.last_reconcile_changes = changes
+            self._ready.set()
+            LOG.info("%s: reconciled, %d changes", self.name, changes)
+        if self.on_reconciled is not None:
+            self.on_reconciled(self)
+        return changes
+
+    async def sync(self) -> int:
+        """Bring the switch to the current desired state, diffing against the mirror."""
+        async with self._lock:
+            if not self.is_ready:
+                raise SwitchUnavailable(self.name, self.status.last_error or self.status.state)
+            sw = self._require()
+            if self._mirror_stale:
+                self._mirror = await self._read_all(sw)
+            return await self._sync_locked(sw)
+
+    def _require(self) -> finsy.Switch:
+        if self._sw is None:
+            raise SwitchUnavailable(self.name, self.status.last_error or "not connected")
+        return self._sw
+
+    def _base_entries(self, schema: Any) -> dict[entries.EntryKey, p4r.TableEntry]:
+        # The base entries depend only on the config and the model: encode them once.
+        if self._base is None:
+            encoded = [entries.encode(s, schema) for s in desired.base_entries(self.cfg)]
+            self._base = entries.index(encoded)
+        return self._base
+
+    async def _sync_locked(self, sw: finsy.Switch) -> int:
+        # If a write fails half way, the mirror no longer matches the switch: read it afresh
+        # before the next diff.
+        self._mirror_stale = True
+        changes = await self._sync_steps(sw)
+        self._mirror_stale = False
+        return changes
+
+    async def _sync_steps(self, sw: finsy.Switch) -> int:
+        schema = sw.p4info
+        active, releasing = self.source.jobs_on(self.name)
+        want: dict[entries.EntryKey, p4r.TableEntry] = dict(self._base_entries(schema))
+        owner: dict[entries.EntryKey, int] = {}
+        for job in active:
+            params = self.source.action_params(job, self.target.tick_ns)
+            for spec in desired.job_entries(job, params):
+                pb = entries.encode(spec, schema)
+                k = entries.key_of(pb)
+                want[k] = pb
+                owner[k] = job.job_id
+        d = entries.diff(self._mirror, want)
+        # A job is new on this switch when none of its entries is there yet: zero its state
+        # before the first entry can classify a packet to it.
+        present_jobs = {owner[k] for k in self._mirror if k in owner}
+        new_jobs = sorted({owner[entries.key_of(e)] for e in d.insert
+                           if entries.key_of(e) in owner} - present_jobs)
+
+        # Deletes first (classifiers before parameters), so that an address or tag moving from a
+        # released job to a new one never collides.
+        d.delete.sort(key=lambda e: _table_rank(e, schema))
+        await self._write(sw, p4r.Update.DELETE, d.delete)
+        if self._registers is not None and new_jobs:
+            await self._registers.reset(new_jobs)
+        await self._write(sw, p4r.Update.MODIFY, d.modify)
+        d.insert.sort(key=lambda e: -_table_rank(e, schema))
+        await self._write(sw, p4r.Update.INSERT, d.insert)
+
+        for e in d.delete:
+            self._mirror.pop(entries.key_of(e), None)
+        for e in d.modify + d.insert:
+            self._mirror[entries.key_of(e)] = e
+
+        # Releasing jobs: nothing of theirs is wanted, so the diff deleted all of it; zero their
+        # state and report them cleared here.
+        if releasing:
+            if self._registers is not None:
+                await self._registers.reset(j.job_id for j in releasing)
+            for job in releasing:
+                self.source.cleared(job, self.name)
+        self.status.entries = len(self._mirror)
+        self.status.jobs = len(active)
+        return len(d)
+
+    async def _read_all(self, sw: finsy.Switch) -> dict[entries.EntryKey, p4r.TableEntry]:
+        got: list[p4r.TableEntry] = []
+        async for e in sw.read(P4TableEntry()):
+            got.append(entries.strip_for_compare(e.encode(sw.p4info).table_entry))
+        # Default entries are not part of a wildcard read; read those we have an opinion on.
+        defaults = [
+            k[0] for k in self._base_entries(sw.p4info) if k[1:] == ("default",)
+        ]
+        for table_id in defaults:
+            table = sw.p4info.tables[table_id]
+            async for e in sw.read(P4TableEntry(table.name, is_default_action=True)):
+                got.append(entries.strip_for_compare(e.encode(sw.p4info).table_entry))
+        return entries.index(got)
+
+    async def _write(self, sw: finsy.Switch, kind: int, items: Sequence[p4r.TableEntry]) -> None:
+        for i in range(0, len(items), WRITE_BATCH):
+            await sw.write(entries.updates(kind, items[i:i + WRITE_BATCH]))
+
+    # ---- live state --------------------------------------------------------------------------
+
+    async def read_state(self, job_ids: Iterable[int]) -> dict[int, JobState]:
+        if self._registers is None or not self.is_ready:
+            raise SwitchUnavailable(self.name, self.status.last_error or self.status.state)
+        return await self._registers.read(job_ids)
+
+    async def wait_ready(self, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(self._ready.wait(), timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False
+
+
+def _table_rank(entry: p4r.TableEntry, schema: Any) -> int:
+    """Classifiers 2, job parameters 1, everything else 0 (delete high first, insert low first)."""
+    name = schema.tables[entry.table_id].name
+    if name in (desired.T_JOB_BY_TAG, desired.T_JOB_BY_SRC):
+        return 2
+    if name == desired.T_JOB_PARAMS:
+        return 1
+    return 0
+
+
+class SwitchUnavailable(Exception):
+    def __init__(self, switch: str, reason: str) -> None:
+        super().__init__(f"switch {switch} unavailable: {reason}")
+        self.switch = switch
+        self.reason = reason

@@ -1,0 +1,56 @@
+"""What differs between targets: the device config pushed with the P4Info, the timestamp unit,
+and how per-job registers are reached."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from symphony.config import PipelineConfig, SwitchConfig
+from symphony.switch.registers import JobRegisters, P4RuntimeJobRegisters, ThriftJobRegisters
+from symphony.switch.tofino_config import TofinoProgram, pack
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    # Ingress timestamp unit (docs/design.md "Timestamps"): T_win is written in these ticks.
+    tick_ns: int
+
+    def device_config(self, pipeline: PipelineConfig) -> bytes:
+        raise NotImplementedError
+
+    def registers(self, sw: SwitchConfig, session_switch: Any) -> JobRegisters:
+        raise NotImplementedError
+
+
+class Bmv2(Target):
+    def device_config(self, pipeline: PipelineConfig) -> bytes:
+        assert pipeline.device_config is not None
+        return pipeline.device_config.read_bytes()
+
+    def registers(self, sw: SwitchConfig, session_switch: Any) -> JobRegisters:
+        # p4lang/PI#376: no RegisterEntry over bmv2's P4Runtime; use its Thrift API.
+        return ThriftJobRegisters(sw.thrift_host, sw.thrift_port)
+
+
+class Tofino2(Target):
+    def device_config(self, pipeline: PipelineConfig) -> bytes:
+        assert pipeline.binary is not None and pipeline.context is not None
+        program = TofinoProgram.from_files(
+            pipeline.program_name, pipeline.binary, pipeline.context, pipeline.bfrt
+        )
+        return pack(program, pipeline.device_config_format)
+
+    def registers(self, sw: SwitchConfig, session_switch: Any) -> JobRegisters:
+        return P4RuntimeJobRegisters(session_switch)
+
+
+TARGETS: dict[str, Target] = {
+    "bmv2": Bmv2("bmv2", tick_ns=1000),
+    "tofino2": Tofino2("tofino2", tick_ns=1),
+}
+
+
+def target(name: str) -> Target:
+    return TARGETS[name]
