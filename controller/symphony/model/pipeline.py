@@ -1,0 +1,257 @@
+"""The golden model of one switch: classification, per-flow PSN bases, per-job state and the
+marking decision, packet by packet, exactly as the P4 program computes them (SPEC sections 1-4).
+
+Tests feed the same packet sequence to bmv2 and to `Pipeline` and compare the state registers
+and the marks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from symphony.model import arithmetic as ar
+
+MAX_JOBS = 16384
+FLOW_SLOTS = 65536
+TIMESTAMP_MASK = (1 << 32) - 1
+COUNTER_MASK = (1 << 32) - 1
+
+JOB_STATE = "SymphonyIngress.job_state"
+# State field -> register array on the switch (index = Job_ID). alpha is stored minus one so
+# that an all-zero slot is a freshly started job.
+REGISTERS: dict[str, str] = {
+    "step_min": f"{JOB_STATE}.step_min",
+    "psn_rec": f"{JOB_STATE}.psn_rec",
+    "alpha": f"{JOB_STATE}.alpha_m1",
+    "cnt_total": f"{JOB_STATE}.cnt_total",
+    "cnt_op": f"{JOB_STATE}.cnt_op",
+    "win_start": f"{JOB_STATE}.win_start",
+}
+FLOW_REGISTER = "SymphonyIngress.psn.flow_base"
+# Per-job packet counters (index = Job_ID).
+COUNTERS: dict[str, str] = {
+    "packets": f"{JOB_STATE}.packets",
+    "marks": "SymphonyIngress.throttle.marks",
+    "queue_marks": "SymphonyEgress.queue_mark.marks",
+}
+
+# BTH opcodes (IBTA vol. 1, table 38): RC is 0x00-0x1F, UC 0x20-0x3F; low 5 bits are the op.
+_SEND_FIRST, _SEND_MIDDLE, _SEND_LAST, _SEND_LAST_IMM, _SEND_ONLY, _SEND_ONLY_IMM = range(6)
+_WRITE_FIRST, _WRITE_MIDDLE, _WRITE_LAST, _WRITE_LAST_IMM, _WRITE_ONLY, _WRITE_ONLY_IMM = range(
+    6, 12
+)
+_LAST_OPS = frozenset(
+    {_SEND_LAST, _SEND_LAST_IMM, _SEND_ONLY, _SEND_ONLY_IMM}
+    | {_WRITE_LAST, _WRITE_LAST_IMM, _WRITE_ONLY, _WRITE_ONLY_IMM}
+)
+_FIRST_OPS = frozenset(
+    {_SEND_FIRST, _SEND_ONLY, _SEND_ONLY_IMM, _WRITE_FIRST, _WRITE_ONLY, _WRITE_ONLY_IMM}
+)
+
+
+def is_tracked_opcode(opcode: int) -> bool:
+    """SEND and RDMA WRITE data packets of RC (0x00-0x0B) and UC (0x20-0x2B)."""
+    return opcode >> 5 in (0, 1) and (opcode & 0x1F) <= _WRITE_ONLY_IMM
+
+
+def is_last(opcode: int) -> bool:
+    return is_tracked_opcode(opcode) and opcode & 0x1F in _LAST_OPS
+
+
+def is_first(opcode: int) -> bool:
+    return is_tracked_opcode(opcode) and opcode & 0x1F in _FIRST_OPS
+
+
+@dataclass(frozen=True)
+class RocePacket:
+    """What the switch reads from a parsed, well-formed RoCEv2 packet."""
+
+    src: int  # IPv4 source address
+    step: int  # UDP source port
+    opcode: int
+    psn: int
+    dqpn: int = 0
+    tag: int = 0  # resv6 ++ resv7
+    ecn: int = 0b10  # ECT(0)
+
+
+@dataclass
+class JobState:
+    """The per-job registers and counters (SPEC section 3); a new job is all zeros, alpha = 1."""
+
+    step_min: int = 0
+    psn_rec: int = 0
+    alpha: int = 1
+    cnt_total: int = 0
+    cnt_op: int = 0
+    win_start: int = 0
+    packets: int = 0
+    marks: int = 0
+    queue_marks: int = 0
+
+    def registers(self) -> dict[str, int]:
+        """Register name -> raw value as stored on the switch."""
+        values = asdict(self)
+        raw = {REGISTERS[f]: values[f] for f in REGISTERS}
+        raw[REGISTERS["alpha"]] = self.alpha - 1
+        return raw
+
+    @classmethod
+    def from_registers(
+        cls, raw: dict[str, int], counters: dict[str, int] | None = None
+    ) -> JobState:
+        """Inverse of `registers`: decode raw register (and counter) values read from a switch."""
+        values = {f: raw[name] for f, name in REGISTERS.items()}
+        values["alpha"] += 1
+        for f in COUNTERS:
+            values[f] = (counters or {}).get(f, 0)
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome for one packet. `threshold` is the coin threshold in [0, 2^24]; `mark` is the
+    Symphony decision when it is certain (P = 0 or 1) or a coin was given, else None."""
+
+    job_id: int | None
+    p: int | None = None
+    threshold: int = 0
+    mark: bool | None = False
+
+    @property
+    def tracked(self) -> bool:
+        return self.job_id is not None
+
+    @property
+    def probability(self) -> float:
+        return ar.applied_probability(self.threshold)
+
+
+def flow_slot(src: int, dqpn: int, slots: int = FLOW_SLOTS) -> tuple[int, int]:
+    """(register index, signature) of a flow: crc32 and crc16 over src_addr ++ dqpn, as bmv2
+    hashes the 56-bit field list. The signature's top bit is forced on, so an empty (all-zero)
+    slot never matches."""
+    key = src.to_bytes(4, "big") + dqpn.to_bytes(3, "big")
+    return ar.crc32(key) % slots, ar.crc16(key) | 0x8000
+
+
+def pack_flow(sig: int, step: int, base: int) -> int:
+    """The 64-bit flow_base register value: sig:16 | step:16 | base:24 (top 8 bits unused)."""
+    return (sig << 40) | (step << 24) | base
+
+
+def unpack_flow(value: int) -> tuple[int, int, int]:
+    return (value >> 40) & 0xFFFF, (value >> 24) & 0xFFFF, value & ar.PSN_MASK
+
+
+def ecn_out(ecn: int, symphony_mark: bool, queue_mark: bool) -> int:
+    """SPEC 4.5: ECT(0)/ECT(1) become CE when either marker fires; Non-ECT and CE never change."""
+    if ecn in (0b01, 0b10) and (symphony_mark or queue_mark):
+        return 0b11
+    return ecn
+
+
+@dataclass
+class Pipeline:
+    """One switch's Symphony tables and registers, and the per-packet algorithm."""
+
+    job_by_tag: dict[int, int] = field(default_factory=dict)
+    job_by_src: dict[int, int] = field(default_factory=dict)
+    job_params: dict[int, dict[str, int]] = field(default_factory=dict)
+    jobs: dict[int, JobState] = field(default_factory=dict)
+    flows: dict[int, int] = field(default_factory=dict)
+    flow_slots: int = FLOW_SLOTS
+
+    def install_job(
+        self, job_id: int, params: dict[str, int], *, tag: bool = True, hosts: tuple[int, ...] = ()
+    ) -> None:
+        """What the controller installs: classification entries and the job's parameters."""
+        if not 0 < job_id < MAX_JOBS:
+            raise ValueError(f"job_id out of range: {job_id}")
+        if tag:
+            self.job_by_tag[job_id] = job_id
+        for src in hosts:
+            self.job_by_src[src] = job_id
+        self.job_params[job_id] = dict(params)
+        self.jobs.setdefault(job_id, JobState())
+
+    def release_job(self, job_id: int) -> None:
+        self.job_by_tag = {t: j for t, j in self.job_by_tag.items() if j != job_id}
+        self.job_by_src = {s: j for s, j in self.job_by_src.items() if j != job_id}
+        self.job_params.pop(job_id, None)
+        self.jobs.pop(job_id, None)
+
+    def state(self, job_id: int) -> JobState:
+        return self.jobs.get(job_id, JobState())
+
+    def classify(self, pkt: RocePacket) -> int | None:
+        """SPEC 1: a tracked data opcode, then a non-zero tag's entry, else the source's entry."""
+        if not is_tracked_opcode(pkt.opcode):
+            return None
+        job = self.job_by_tag.get(pkt.tag) if pkt.tag else None
+        if job is None:
+            job = self.job_by_src.get(pkt.src)
+        return job
+
+    def progress_in_step(self, pkt: RocePacket, psn_absolute: bool) -> int | None:
+        """SPEC 2: p, or None when unknown. FIRST/ONLY packets (re)start their flow's slot."""
+        slot, sig = flow_slot(pkt.src, pkt.dqpn, self.flow_slots)
+        if is_first(pkt.opcode):
+            self.flows[slot] = pack_flow(sig, pkt.step, pkt.psn)
+            p: int | None = 0
+        else:
+            s_sig, s_step, base = unpack_flow(self.flows.get(slot, 0))
+            p = ar.relative_psn(pkt.psn, base) if (s_sig, s_step) == (sig, pkt.step) else None
+        return pkt.psn if psn_absolute else p
+
+    def process(self, pkt: RocePacket, now: int, coin: int | None = None) -> Decision:
+        """One packet through SPEC section 4; `now` is the ingress timestamp in ticks and `coin`
+        the switch's random number, when known."""
+        job = self.classify(pkt)
+        if job is None:
+            return Decision(job_id=None)
+        prm = self.job_params[job]
+        st = self.jobs[job]
+        s = pkt.step
+        p = self.progress_in_step(pkt, bool(prm["psn_absolute"]))
+
+        # 1. Window rollover.
+        if (now - st.win_start) & TIMESTAMP_MASK >= prm["t_win"]:
+            if st.cnt_total >= prm["n_sample"]:
+                if ar.window_raises_alpha(st.cnt_op, st.cnt_total, prm["tau_q8"]):
+                    st.alpha = min(prm["alpha_max"], st.alpha + 1)
+                else:
+                    st.alpha = max(1, st.alpha - 1)
+            st.cnt_total = st.cnt_op = st.psn_rec = 0
+            st.win_start = now & TIMESTAMP_MASK
+
+        # 2. Traffic stats, against step_min before this packet's update.
+        st.cnt_total = (st.cnt_total + 1) & COUNTER_MASK
+        if ar.step_later(s, st.step_min):
+            st.cnt_op = (st.cnt_op + 1) & COUNTER_MASK
+
+        # 3. Progress (Algorithm 1, lines 3-10).
+        if is_last(pkt.opcode):
+            st.step_min = (s + 1) & ar.STEP_MASK
+            st.psn_rec = 0
+        elif ar.step_earlier(s, st.step_min):
+            st.step_min = s
+            st.psn_rec = p or 0
+        elif s == st.step_min and p is not None:
+            st.psn_rec = max(st.psn_rec, p)
+
+        # 4. Decision.
+        threshold = 0
+        outpacing = ar.step_later(s, st.step_min)
+        if prm["mark_enable"] and outpacing and st.psn_rec > prm["n_warmup"] and p is not None:
+            threshold = ar.mark_threshold(prm["k_log"], st.alpha, p, st.psn_rec)
+        if threshold == 0:
+            mark: bool | None = False
+        elif threshold >= ar.COIN_RANGE:
+            mark = True
+        else:
+            mark = None if coin is None else coin < threshold
+        st.packets = (st.packets + 1) & COUNTER_MASK
+        if mark:
+            st.marks += 1
+        return Decision(job_id=job, p=p, threshold=threshold, mark=mark)

@@ -1,0 +1,155 @@
+"""Every lookup-table entry the switch needs, generated from the arithmetic module.
+
+`symphony-tables` prints them (for inspection, or to diff two versions of the model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from functools import cache
+
+from symphony.model import arithmetic as ar
+from symphony.model.params import QUEUE_DEPTH_LIMIT, QueueParams
+
+LOG_P = "SymphonyIngress.throttle.log_p"
+LOG_PSN_REC = "SymphonyIngress.throttle.log_psn_rec"
+LOG_ALPHA = "SymphonyIngress.throttle.log_alpha"
+PROB_THRESHOLD = "SymphonyIngress.throttle.prob_threshold"
+QUEUE_THRESHOLD = "SymphonyEgress.queue_mark.queue_threshold"
+
+MatchValue = int | tuple[int, int]
+
+
+@dataclass(frozen=True)
+class TableEntrySpec:
+    """One table entry, target-neutral: full P4Info names, integer values.
+
+    lpm match values are (value, prefix_len); range values are (low, high).
+    """
+
+    table: str
+    action: str
+    params: dict[str, int]
+    match: dict[str, MatchValue] = field(default_factory=dict)
+    priority: int = 0
+    is_default: bool = False
+
+
+def log_buckets() -> Iterator[tuple[int, int]]:
+    """Every (prefix value, prefix length) of the log2 LPM table, covering 1..2^24-1 once."""
+    m = ar.LOG_MANTISSA_BITS
+    for e in range(ar.PSN_BITS):
+        if e <= m:
+            for x in range(1 << e, 1 << (e + 1)):
+                yield x, ar.PSN_BITS
+        else:
+            drop = e - m
+            for mant in range(1 << m, 1 << (m + 1)):
+                yield mant << drop, ar.PSN_BITS - drop
+
+
+def _log_table(table: str, key: str, action: str) -> list[TableEntrySpec]:
+    return [
+        TableEntrySpec(
+            table=table,
+            match={key: (lo, plen)},
+            action=action,
+            params={"value": ar.log_bucket_value(lo, plen)},
+        )
+        for lo, plen in log_buckets()
+    ]
+
+
+@cache
+def lut_entries() -> tuple[TableEntrySpec, ...]:
+    """The four lookup tables of SPEC section 5: log2 p, log2 psn_rec, log2 alpha, exp."""
+    entries = _log_table(LOG_P, "p", "SymphonyIngress.throttle.set_log_p")
+    entries += _log_table(LOG_PSN_REC, "psn_rec", "SymphonyIngress.throttle.set_log_psn_rec")
+    entries += [
+        TableEntrySpec(
+            table=LOG_ALPHA,
+            match={"alpha": a},
+            action="SymphonyIngress.throttle.set_log_alpha",
+            params={"value": ar.log2_alpha(a)},
+        )
+        for a in range(1, ar.ALPHA_LIMIT + 1)
+    ]
+    set_threshold = "SymphonyIngress.throttle.set_threshold"
+    entries += [
+        TableEntrySpec(
+            table=PROB_THRESHOLD,
+            match={"d": d},
+            action=set_threshold,
+            params={"threshold": ar.threshold_for(d)},
+        )
+        for d in range(ar.PROB_TABLE_SIZE)
+    ]
+    # Beyond the table P >= 1: mark always.
+    entries.append(
+        TableEntrySpec(
+            table=PROB_THRESHOLD,
+            action=set_threshold,
+            params={"threshold": ar.COIN_RANGE},
+            is_default=True,
+        )
+    )
+    return tuple(entries)
+
+
+def queue_mark_threshold(depth: int, q: QueueParams) -> int:
+    """Coin threshold of the RED-like ramp at one queue depth: 0 below K_min, linear to P_max at
+    K_max, always above K_max."""
+    if depth < q.k_min:
+        return 0
+    if depth > q.k_max:
+        return ar.COIN_RANGE
+    return round(ar.COIN_RANGE * q.p_max * (depth - q.k_min) / (q.k_max - q.k_min))
+
+
+# At most this many range entries per port for the ramp; wider ramps (bytes, cells) are
+# approximated by steps evaluated at each bucket's midpoint.
+QUEUE_RAMP_BUCKETS = 256
+
+
+def queue_mark_entries(port: int, params: QueueParams) -> list[TableEntrySpec]:
+    """Range entries on (egress_port, deq_qdepth) for one port's ramp; the default is no mark."""
+    params.validate()
+    action = "SymphonyEgress.queue_mark.set_threshold"
+    span = params.k_max - params.k_min + 1
+    width = -(-span // QUEUE_RAMP_BUCKETS)
+    entries = []
+    for lo in range(params.k_min, params.k_max + 1, width):
+        hi = min(lo + width - 1, params.k_max)
+        thr = queue_mark_threshold((lo + hi) // 2, params)
+        if thr:
+            entries.append(_queue_entry(port, lo, hi, thr, action))
+    entries.append(
+        _queue_entry(port, params.k_max + 1, QUEUE_DEPTH_LIMIT - 1, ar.COIN_RANGE, action)
+    )
+    return entries
+
+
+def _queue_entry(port: int, lo: int, hi: int, thr: int, action: str) -> TableEntrySpec:
+    return TableEntrySpec(
+        table=QUEUE_THRESHOLD,
+        match={"egress_port": port, "deq_qdepth": (lo, hi)},
+        action=action,
+        params={"threshold": thr},
+        priority=1,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Print Symphony's lookup-table entries as JSON")
+    parser.add_argument("--table", help="only this table (full P4Info name)")
+    args = parser.parse_args(argv)
+    for entry in lut_entries():
+        if args.table in (None, entry.table):
+            print(json.dumps(asdict(entry)))
+
+
+if __name__ == "__main__":
+    main()

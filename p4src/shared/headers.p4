@@ -1,0 +1,104 @@
+// Architecture-neutral headers and Symphony's metadata.
+#ifndef SYMPHONY_HEADERS_P4
+#define SYMPHONY_HEADERS_P4
+
+#include "defines.p4"
+
+header ethernet_h {
+    bit<48> dst_addr;
+    bit<48> src_addr;
+    bit<16> ether_type;
+}
+
+header ipv4_h {
+    bit<4>  version;
+    bit<4>  ihl;
+    bit<6>  dscp;
+    bit<2>  ecn;
+    bit<16> total_len;
+    bit<16> identification;
+    bit<3>  flags;          // reserved, DF, MF
+    bit<13> frag_offset;
+    bit<8>  ttl;
+    bit<8>  protocol;
+    bit<16> hdr_checksum;
+    bit<32> src_addr;
+    bit<32> dst_addr;
+}
+
+header udp_h {
+    bit<16> src_port;       // Symphony: the step index
+    bit<16> dst_port;
+    bit<16> length;
+    bit<16> checksum;
+}
+
+// InfiniBand Base Transport Header (IBTA vol. 1, 9.2), as carried by RoCEv2.
+header bth_h {
+    bit<8>  opcode;
+    bit<1>  se;
+    bit<1>  migreq;
+    bit<2>  pad_cnt;
+    bit<4>  tver;
+    bit<16> pkey;
+    bit<1>  fecn;
+    bit<1>  becn;
+    bit<6>  resv6;          // Symphony: high 6 bits of the job tag
+    bit<24> dqpn;
+    bit<1>  ackreq;
+    bit<7>  resv7;          // Symphony: low 7 bits of the job tag
+    bit<24> psn;
+}
+
+// RDMA Extended Transport Header, on RDMA WRITE FIRST and ONLY packets.
+header reth_h {
+    bit<64> va;
+    bit<32> rkey;
+    bit<32> dma_len;
+}
+
+struct headers_t {
+    ethernet_h ethernet;
+    ipv4_h     ipv4;
+    udp_h      udp;
+    bth_h      bth;
+    reth_h     reth;
+}
+
+// Symphony's per-packet working state, filled in by the ingress controls in SPEC order.
+struct symphony_meta_t {
+    bool     tracked;       // classified to an installed job
+    job_id_t job_id;
+    bool     is_first;      // step-starting opcode (FIRST/ONLY)
+    bool     is_last;       // step-completing opcode (LAST/ONLY)
+    bit<13>  tag;
+    step_t   step;
+    // Parameters of the job (classify.job_params).
+    bit<1>   mark_enable;
+    log_t    k_log;
+    bit<16>  tau_q8;
+    bit<32>  t_win;
+    psn_t    n_warmup;
+    bit<32>  n_sample;
+    bit<8>   alpha_max;
+    bit<1>   psn_absolute;
+    // Progress inside the step (psn.p4): p, or unknown.
+    bool     p_known;
+    psn_t    p;
+    // The job's state after this packet (job_state.p4).
+    step_t   step_min;
+    psn_t    psn_rec;
+    bit<8>   alpha;
+    // Probability arithmetic (throttle.p4).
+    bool     lut_miss;
+    log_t    log_p;
+    log_t    log_psn_rec;
+    log_t    log_alpha;
+    bit<16>  d;
+    bit<32>  threshold;
+    // Outputs.
+    bool     symphony_mark;
+    bool     queue_mark;
+}
+
+#endif

@@ -1,0 +1,99 @@
+// SPEC 1 and 7: which job a packet belongs to, and that job's parameters.
+control Classify(in headers_t hdr, inout symphony_meta_t meta) {
+    // Opcode classes are protocol constants, not policy: a const table, read-only at runtime.
+    // Only SEND and RDMA WRITE data packets of RC and UC are step traffic (docs/design.md).
+    action data(bool is_first, bool is_last) {
+        meta.is_first = is_first;
+        meta.is_last = is_last;
+        meta.tracked = true;
+    }
+
+    action not_data() {
+        meta.tracked = false;
+    }
+
+    table opcode_class {
+        key = { hdr.bth.opcode: exact @name("opcode"); }
+        actions = { data; not_data; }
+        const default_action = not_data();
+        const entries = {
+            0x00: data(true, false);   0x20: data(true, false);    // SEND FIRST
+            0x01: data(false, false);  0x21: data(false, false);   // SEND MIDDLE
+            0x02: data(false, true);   0x22: data(false, true);    // SEND LAST
+            0x03: data(false, true);   0x23: data(false, true);    // SEND LAST with immediate
+            0x04: data(true, true);    0x24: data(true, true);     // SEND ONLY
+            0x05: data(true, true);    0x25: data(true, true);     // SEND ONLY with immediate
+            0x06: data(true, false);   0x26: data(true, false);    // RDMA WRITE FIRST
+            0x07: data(false, false);  0x27: data(false, false);   // RDMA WRITE MIDDLE
+            0x08: data(false, true);   0x28: data(false, true);    // RDMA WRITE LAST
+            0x09: data(false, true);   0x29: data(false, true);    // RDMA WRITE LAST with imm.
+            0x0A: data(true, true);    0x2A: data(true, true);     // RDMA WRITE ONLY
+            0x0B: data(true, true);    0x2B: data(true, true);     // RDMA WRITE ONLY with imm.
+        }
+        size = 32;
+    }
+
+    action set_job(job_id_t job_id) {
+        meta.job_id = job_id;
+    }
+
+    action untracked() {
+        meta.job_id = 0;
+    }
+
+    table job_by_tag {
+        key = { meta.tag: exact @name("tag"); }
+        actions = { set_job; @defaultonly untracked; }
+        default_action = untracked();
+        size = MAX_JOBS;
+    }
+
+    table job_by_src {
+        key = { hdr.ipv4.src_addr: exact @name("src_addr"); }
+        actions = { set_job; @defaultonly untracked; }
+        default_action = untracked();
+        size = HOST_TABLE_SIZE;
+    }
+
+    action set_params(bit<1> mark_enable, log_t k_log, bit<16> tau_q8, bit<32> t_win,
+                      psn_t n_warmup, bit<32> n_sample, bit<8> alpha_max, bit<1> psn_absolute) {
+        meta.mark_enable = mark_enable;
+        meta.k_log = k_log;
+        meta.tau_q8 = tau_q8;
+        meta.t_win = t_win;
+        meta.n_warmup = n_warmup;
+        meta.n_sample = n_sample;
+        meta.alpha_max = alpha_max;
+        meta.psn_absolute = psn_absolute;
+    }
+
+    // A job with classification entries but no parameters is a controller bug: fail safe by
+    // leaving its packets untracked.
+    table job_params {
+        key = { meta.job_id: exact @name("job_id"); }
+        actions = { set_params; @defaultonly untracked; }
+        default_action = untracked();
+        size = MAX_JOBS;
+    }
+
+    apply {
+        meta.job_id = 0;
+        if (hdr.bth.tver == 0) {
+            opcode_class.apply();
+        }
+        if (meta.tracked) {
+            meta.step = hdr.udp.src_port;
+            meta.tag = hdr.bth.resv6 ++ hdr.bth.resv7;
+            if (meta.tag != 0) {
+                job_by_tag.apply();
+            }
+            if (meta.job_id == 0) {
+                job_by_src.apply();
+            }
+            if (meta.job_id != 0) {
+                job_params.apply();
+            }
+            meta.tracked = meta.job_id != 0;
+        }
+    }
+}

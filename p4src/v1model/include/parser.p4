@@ -1,0 +1,52 @@
+// SPEC 1: Ethernet / IPv4 / UDP 4791 / BTH / [RETH]. Everything else stops early and is
+// forwarded unchanged; a packet too short for the header it announces ends with a parser error,
+// which keeps it out of Symphony (ingress checks parser_error).
+parser SymphonyParser(packet_in pkt,
+                      out headers_t hdr,
+                      inout symphony_meta_t meta,
+                      inout standard_metadata_t standard_metadata) {
+    state start {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+
+    // Only option-less, unfragmented IPv4 reaches UDP: a later fragment has no UDP header and a
+    // first fragment's BTH belongs to a packet the switch cannot see whole.
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        transition select(hdr.ipv4.ihl, hdr.ipv4.flags[0:0], hdr.ipv4.frag_offset,
+                          hdr.ipv4.protocol) {
+            (5, 0, 0, IP_PROTO_UDP): parse_udp;
+            default: accept;
+        }
+    }
+
+    state parse_udp {
+        pkt.extract(hdr.udp);
+        transition select(hdr.udp.dst_port) {
+            UDP_PORT_ROCEV2: parse_bth;
+            default: accept;
+        }
+    }
+
+    state parse_bth {
+        pkt.extract(hdr.bth);
+        transition select(hdr.bth.opcode) {
+            RC_RDMA_WRITE_FIRST: parse_reth;
+            RC_RDMA_WRITE_ONLY: parse_reth;
+            RC_RDMA_WRITE_ONLY_IMM: parse_reth;
+            UC_RDMA_WRITE_FIRST: parse_reth;
+            UC_RDMA_WRITE_ONLY: parse_reth;
+            UC_RDMA_WRITE_ONLY_IMM: parse_reth;
+            default: accept;
+        }
+    }
+
+    state parse_reth {
+        pkt.extract(hdr.reth);
+        transition accept;
+    }
+}

@@ -1,0 +1,84 @@
+// SPEC 4.4 and 5: P = min(1, k * alpha * p / psn_rec) without division. Fixed-point logs come
+// from lookup tables the controller generates from the golden model (model/tables.py):
+//   d = log2 p + log2 alpha + k_log - log2 psn_rec      (k_log = (log2 k + 16) * 256)
+// and a table maps d to a coin threshold; d >= 16 * 256 means P >= 1 (the default: always).
+control Throttle(inout symphony_meta_t meta) {
+    counter(MAX_JOBS, CounterType.packets) marks;
+
+    // A miss on a log table means the controller has not installed them: never mark then.
+    action lut_miss() {
+        meta.lut_miss = true;
+    }
+
+    action set_log_p(log_t value) {
+        meta.log_p = value;
+    }
+
+    action set_log_psn_rec(log_t value) {
+        meta.log_psn_rec = value;
+    }
+
+    action set_log_alpha(log_t value) {
+        meta.log_alpha = value;
+    }
+
+    action set_threshold(bit<32> threshold) {
+        meta.threshold = threshold;
+    }
+
+    table log_p {
+        key = { meta.p: lpm @name("p"); }
+        actions = { set_log_p; @defaultonly lut_miss; }
+        default_action = lut_miss();
+        size = LOG_TABLE_SIZE;
+    }
+
+    table log_psn_rec {
+        key = { meta.psn_rec: lpm @name("psn_rec"); }
+        actions = { set_log_psn_rec; @defaultonly lut_miss; }
+        default_action = lut_miss();
+        size = LOG_TABLE_SIZE;
+    }
+
+    table log_alpha {
+        key = { meta.alpha: exact @name("alpha"); }
+        actions = { set_log_alpha; @defaultonly lut_miss; }
+        default_action = lut_miss();
+        size = ALPHA_TABLE_SIZE;
+    }
+
+    table prob_threshold {
+        key = { meta.d: exact @name("d"); }
+        actions = { set_threshold; }
+        default_action = set_threshold(COIN_ALWAYS);
+        size = PROB_TABLE_SIZE;
+    }
+
+    apply {
+        meta.symphony_mark = false;
+        meta.threshold = 0;
+        step_t d = meta.step - meta.step_min;
+        bool outpacing = d != 0 && d[15:15] == 0;
+        // No mark for lagging packets, during warm-up, with unknown progress, or with p = 0
+        // (P = 0 exactly; log2 0 has no entry).
+        if (meta.mark_enable == 1 && outpacing && meta.psn_rec > meta.n_warmup
+                && meta.p_known && meta.p != 0) {
+            log_p.apply();
+            log_psn_rec.apply();
+            log_alpha.apply();
+            bit<32> lhs = (bit<32>)meta.log_p + (bit<32>)meta.log_alpha + (bit<32>)meta.k_log;
+            bit<32> rhs = (bit<32>)meta.log_psn_rec;
+            // lhs < rhs means P < 2^-16: below the table's domain, no mark.
+            if (!meta.lut_miss && lhs >= rhs) {
+                meta.d = (bit<16>)(lhs - rhs);
+                prob_threshold.apply();
+                bit<32> coin;
+                random(coin, 0, COIN_MAX);
+                if (coin < meta.threshold) {
+                    meta.symphony_mark = true;
+                    marks.count((bit<32>)meta.job_id);
+                }
+            }
+        }
+    }
+}

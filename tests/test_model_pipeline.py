@@ -1,0 +1,198 @@
+"""The golden model's per-packet algorithm (SPEC sections 1-4), rule by rule."""
+
+from dataclasses import replace
+
+from symphony.model import arithmetic as ar
+from symphony.model.params import JobParams
+from symphony.model.pipeline import FLOW_SLOTS, JobState, Pipeline, RocePacket, flow_slot
+from symphony.packets import ACK, SEND_ONLY, WRITE_FIRST, WRITE_LAST, WRITE_MIDDLE
+
+NEVER = 3_600_000_000.0  # a window longer than any test
+JOB = 7
+HOST_A = 0x0A000001
+HOST_B = 0x0A000002
+
+
+def pipeline(**params: object) -> Pipeline:
+    prm = JobParams(t_win_us=NEVER, n_warmup=4, n_sample=4).merged(dict(params))
+    pl = Pipeline()
+    pl.install_job(JOB, prm.to_action_params(), tag=True)
+    return pl
+
+
+def pkt(opcode: int, step: int, psn: int, src: int = HOST_A, qp: int = 1, tag: int = JOB):
+    return RocePacket(src=src, step=step, opcode=opcode, psn=psn, dqpn=qp, tag=tag)
+
+
+def run_step(
+    pl: Pipeline,
+    step: int,
+    n: int,
+    *,
+    src: int = HOST_A,
+    qp: int = 1,
+    base: int = 0,
+    last: bool = True,
+    now: int = 0,
+):
+    """A flow's packets of one step: FIRST, MIDDLE..., [LAST]."""
+    out = [pl.process(pkt(WRITE_FIRST, step, base, src, qp), now)]
+    for i in range(1, n - 1):
+        out.append(pl.process(pkt(WRITE_MIDDLE, step, base + i, src, qp), now))
+    out.append(
+        pl.process(pkt(WRITE_LAST if last else WRITE_MIDDLE, step, base + n - 1, src, qp), now)
+    )
+    return out
+
+
+def test_untracked_traffic_changes_nothing() -> None:
+    pl = pipeline()
+    assert not pl.process(pkt(WRITE_FIRST, 1, 0, tag=99), 0).tracked  # unknown tag
+    assert not pl.process(pkt(ACK, 1, 0), 0).tracked  # not a data opcode
+    assert pl.state(JOB) == JobState()
+
+
+def test_hosts_mode_classifies_by_source() -> None:
+    pl = Pipeline()
+    pl.install_job(9, JobParams().to_action_params(), tag=False, hosts=(HOST_B,))
+    assert pl.process(pkt(WRITE_FIRST, 0, 0, src=HOST_B, tag=0), 0).job_id == 9
+    assert pl.process(pkt(WRITE_FIRST, 0, 0, src=HOST_A, tag=0), 0).job_id is None
+    # tag mode is not installed for job 9: its tag is unknown, the source still classifies it
+    assert pl.process(pkt(WRITE_FIRST, 0, 0, src=HOST_B, tag=9), 0).job_id == 9
+
+
+def test_last_advances_and_late_arrival_corrects() -> None:
+    pl = pipeline()
+    run_step(pl, 3, 5)
+    assert pl.state(JOB).step_min == 4 and pl.state(JOB).psn_rec == 0
+    pl.process(pkt(WRITE_MIDDLE, 2, 9, src=HOST_B), 0)  # a lagging flow of step 2
+    assert pl.state(JOB).step_min == 2
+    assert pl.state(JOB).psn_rec == 0  # its p is unknown (no FIRST seen): stored as 0
+
+
+def test_duplicates_leave_progress_unchanged() -> None:
+    pl = pipeline()
+    run_step(pl, 0, 6, last=False)
+    before = replace(pl.state(JOB))
+    pl.process(pkt(WRITE_MIDDLE, 0, 5), 0)
+    after = pl.state(JOB)
+    assert (after.step_min, after.psn_rec) == (before.step_min, before.psn_rec)
+    assert after.cnt_total == before.cnt_total + 1
+
+
+def test_warmup_then_p1_marks_every_outpacing_packet() -> None:
+    pl = pipeline(k=255.0)  # k * alpha * p / psn_rec >= 1 for every p >= 1
+    run_step(pl, 0, 4, last=False, src=HOST_B)  # lagging flow, psn_rec = 3 <= N_warmup = 4
+    out = run_step(pl, 1, 4, last=False)
+    assert [d.mark for d in out] == [False] * 4  # warm-up
+    pl.process(pkt(WRITE_MIDDLE, 0, 4, src=HOST_B), 0)  # psn_rec = 4: still warm-up
+    pl.process(pkt(WRITE_MIDDLE, 0, 5, src=HOST_B), 0)  # psn_rec = 5 > 4
+    out = [pl.process(pkt(WRITE_MIDDLE, 1, 4 + i), 0) for i in range(5)]
+    assert [d.mark for d in out] == [True] * 5
+    # the lagging flow itself is never marked
+    assert pl.process(pkt(WRITE_MIDDLE, 0, 6, src=HOST_B), 0).mark is False
+
+
+def test_p0_never_marks() -> None:
+    pl = pipeline(k=0.0)
+    run_step(pl, 0, 8, last=False, src=HOST_B)
+    out = run_step(pl, 1, 8, last=False)
+    assert all(d.mark is False and d.threshold == 0 for d in out)
+
+
+def test_probability_follows_the_formula() -> None:
+    pl = pipeline(k=0.01)
+    run_step(pl, 0, 101, last=False, src=HOST_B)  # psn_rec = 100
+    run_step(pl, 1, 50, last=False)
+    d = pl.process(pkt(WRITE_MIDDLE, 1, 50), 0)
+    assert d.p == 50
+    assert abs(d.probability / (0.01 * 1 * 50 / 100) - 1) < 0.03
+
+
+def test_missed_first_is_never_marked() -> None:
+    pl = pipeline(k=255.0)
+    run_step(pl, 0, 10, last=False, src=HOST_B)
+    d = pl.process(pkt(WRITE_MIDDLE, 1, 500), 0)  # step 1, its FIRST never seen
+    assert d.p is None and d.mark is False
+
+
+def test_stale_flow_slot_from_previous_step_is_unknown() -> None:
+    pl = pipeline(k=255.0)
+    run_step(pl, 0, 10, last=False, src=HOST_B)
+    run_step(pl, 1, 3, last=True)  # flow A finished step 1; its slot holds step 1
+    d = pl.process(pkt(WRITE_MIDDLE, 2, 3), 0)  # step 2 FIRST was lost
+    assert d.p is None and d.mark is False
+
+
+def test_psn_wraps_in_relative_mode() -> None:
+    pl = pipeline()
+    base = ar.PSN_MASK - 2
+    run_step(pl, 0, 8, base=base, last=False)
+    assert pl.state(JOB).psn_rec == 7
+
+
+def test_absolute_mode_uses_the_psn() -> None:
+    pl = pipeline(psn_mode="absolute")
+    pl.process(pkt(WRITE_MIDDLE, 0, 1234), 0)
+    assert pl.state(JOB).psn_rec == 1234
+
+
+def test_step_wrap_is_one_step_later() -> None:
+    pl = pipeline()
+    run_step(pl, 65535, 3)
+    assert pl.state(JOB).step_min == 0
+    d = pl.process(pkt(WRITE_FIRST, 0, 0), 0)
+    assert pl.state(JOB).step_min == 0 and d.mark is False  # step 0 is the current step
+
+
+def test_window_rollover_raises_lowers_and_guards_alpha() -> None:
+    pl = pipeline(tau=0.25, n_sample=4)
+    prm = pl.job_params[JOB]
+    run_step(pl, 0, 4, last=False, src=HOST_B)  # 4 lagging packets
+    run_step(pl, 1, 4, last=False)  # 4 outpacing: 4/8 >= 0.25
+    assert pl.state(JOB).psn_rec == 3
+    prm["t_win"] = 0  # the next packet closes the window
+    pl.process(pkt(WRITE_MIDDLE, 0, 1, src=HOST_B), 1)  # a retransmission, p = 1
+    st = pl.state(JOB)
+    # alpha rose; the counters restarted with this packet; psn_rec was reset, then took p = 1
+    assert (st.alpha, st.cnt_total, st.cnt_op, st.psn_rec) == (2, 1, 0, 1)
+    prm["t_win"] = 1 << 31
+    for i in range(5):
+        pl.process(pkt(WRITE_MIDDLE, 0, 5 + i, src=HOST_B), 1)
+    prm["t_win"] = 0
+    pl.process(pkt(WRITE_MIDDLE, 0, 10, src=HOST_B), 2)  # 0/6 outpacing: alpha - 1
+    assert pl.state(JOB).alpha == 1
+    pl.process(pkt(WRITE_MIDDLE, 0, 11, src=HOST_B), 3)  # 1 sample < N_sample: alone
+    assert pl.state(JOB).alpha == 1
+    for _ in range(3):  # never below 1
+        pl.process(pkt(WRITE_MIDDLE, 0, 12, src=HOST_B), 4)
+    assert pl.state(JOB).alpha == 1
+
+
+def test_alpha_is_capped() -> None:
+    pl = pipeline(alpha_max=2, n_sample=1, tau=0.0)
+    pl.job_params[JOB]["t_win"] = 0
+    for t in range(6):
+        pl.process(pkt(WRITE_MIDDLE, 0, 1), t)
+    assert pl.state(JOB).alpha == 2
+
+
+def test_two_jobs_are_isolated() -> None:
+    pl = pipeline()
+    pl.install_job(8, JobParams().to_action_params(), tag=True)
+    run_step(pl, 5, 4)
+    assert pl.state(8) == JobState()
+    pl.process(pkt(SEND_ONLY, 9, 0, tag=8), 0)
+    assert pl.state(8).step_min == 10 and pl.state(JOB).step_min == 6
+
+
+def test_register_encoding_round_trips() -> None:
+    st = JobState(step_min=3, psn_rec=4, alpha=5, cnt_total=6, cnt_op=7, win_start=8)
+    raw = st.registers()
+    assert raw["SymphonyIngress.job_state.alpha_m1"] == 4
+    assert JobState.from_registers(raw) == st
+
+
+def test_flow_slot_is_in_range_and_signed() -> None:
+    slot, sig = flow_slot(HOST_A, 0x123456)
+    assert 0 <= slot < FLOW_SLOTS and sig & 0x8000
