@@ -229,21 +229,21 @@ def _pipelines(r: _Reader) -> dict[str, PipelineConfig]:
         p = r.table(target)
         if target == "bmv2":
             p.only_keys("p4info", "device_config")
-            p4info = p.path("p4info", required=True)
-            blob = p.path("device_config", required=True)
+            p4info = p.path("p4info", required=True, exists=True)
+            blob = p.path("device_config", required=True, exists=True)
             assert p4info is not None
             out[target] = PipelineConfig(p4info=p4info, device_config=blob)
         else:
             p.only_keys("p4info", "program_name", "binary", "context", "bfrt", "format")
-            p4info = p.path("p4info", required=True)
+            p4info = p.path("p4info", required=True, exists=True)
             assert p4info is not None
             fmt = p.choice("format", ("pi", "stratum"), "pi")
             out[target] = PipelineConfig(
                 p4info=p4info,
                 program_name=p.name("program_name", "symphony"),
-                binary=p.path("binary", required=True),
-                context=p.path("context", required=True),
-                bfrt=p.path("bfrt", required=fmt == "stratum"),
+                binary=p.path("binary", required=True, exists=True),
+                context=p.path("context", required=True, exists=True),
+                bfrt=p.path("bfrt", required=fmt == "stratum", exists=True),
                 device_config_format=fmt,
             )
     return out
@@ -445,11 +445,14 @@ class _Reader:
         except ValueError as exc:
             raise ConfigError(self.at(key), f"{value!r} is not an IPv4 prefix: {exc}") from exc
 
-    def path(self, key: str, required: bool = False) -> Path | None:
+    def path(self, key: str, required: bool = False, exists: bool = False) -> Path | None:
         value = self._get(key, None, required)
         if value is None:
             return None
         if not isinstance(value, str) or not value:
             raise ConfigError(self.at(key), f"must be a path string, got {value!r}")
         p = Path(value)
-        return p if p.is_absolute() else self.base_dir / p
+        p = p if p.is_absolute() else self.base_dir / p
+        if exists and not p.is_file():
+            raise ConfigError(self.at(key), f"{p} does not exist (run `make build`?)")
+        return p

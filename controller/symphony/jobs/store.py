@@ -123,6 +123,10 @@ class JobStore:
         ).fetchone()
         return _job(row) if row else None
 
+    def by_uid(self, uid: int) -> Job | None:
+        row = self._db.execute("SELECT * FROM jobs WHERE uid = ?", (uid,)).fetchone()
+        return _job(row) if row else None
+
     def get_by_name(self, name: str) -> Job | None:
         row = self._db.execute(
             "SELECT * FROM jobs WHERE name = ? AND state != 'released'", (name,)

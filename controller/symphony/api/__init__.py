@@ -1,0 +1,1 @@
+"""The job API: gRPC service for schedulers (symphony.proto) and its server."""

@@ -1,0 +1,128 @@
+"""The gRPC JobService: thin glue from protobufs to the JobManager."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import grpc
+
+from symphony.api import convert
+from symphony.api import symphony_pb2 as pb
+from symphony.api import symphony_pb2_grpc as pb_grpc
+from symphony.api.auth import TokenInterceptor, read_token, server_credentials
+from symphony.config import ApiConfig
+from symphony.jobs.errors import JobError, Kind
+from symphony.jobs.manager import JobManager, Outcome
+
+LOG = logging.getLogger(__name__)
+
+STATUS = {
+    Kind.INVALID: grpc.StatusCode.INVALID_ARGUMENT,
+    Kind.NOT_FOUND: grpc.StatusCode.NOT_FOUND,
+    Kind.CONFLICT: grpc.StatusCode.ALREADY_EXISTS,
+    Kind.EXHAUSTED: grpc.StatusCode.RESOURCE_EXHAUSTED,
+}
+
+
+def _errors(method: Any) -> Any:
+    """Turn a JobError into its gRPC status; anything else is INTERNAL (and logged)."""
+
+    async def wrapper(self: JobService, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            return await method(self, request, context)
+        except JobError as exc:
+            await context.abort(STATUS[exc.kind], str(exc))
+        except grpc.aio.AbortError:
+            raise
+        except Exception:
+            LOG.exception("%s failed", method.__name__)
+            await context.abort(grpc.StatusCode.INTERNAL, "internal error (see controller log)")
+
+    wrapper.__name__ = method.__name__
+    return wrapper
+
+
+class JobService(pb_grpc.JobServiceServicer):
+    def __init__(self, manager: JobManager) -> None:
+        self.m = manager
+
+    def _job(self, job: Any) -> pb.Job:
+        effective = None
+        if job.state == "active":
+            try:
+                effective = self.m.params_of(job)
+            except ValueError:
+                effective = None
+        return convert.job_to_pb(job, effective)
+
+    def _reply(self, out: Outcome) -> pb.JobReply:
+        return pb.JobReply(job=self._job(out.job), created=out.created,
+                           switches=convert.switch_results(out.switches))
+
+    @_errors
+    async def Allocate(self, request: pb.AllocateRequest, context: Any) -> pb.JobReply:
+        out = await self.m.allocate(
+            request.request_key, request.name, request.mode, list(request.hosts),
+            list(request.switches), convert.params_from_pb(request.params),
+        )
+        return self._reply(out)
+
+    @_errors
+    async def Release(self, request: pb.JobRef, context: Any) -> pb.JobReply:
+        return self._reply(await self.m.release(request.job))
+
+    @_errors
+    async def List(self, request: pb.ListRequest, context: Any) -> pb.ListReply:
+        return pb.ListReply(jobs=[self._job(j) for j in self.m.list(request.include_released)])
+
+    @_errors
+    async def Get(self, request: pb.JobRef, context: Any) -> pb.GetReply:
+        job = self.m.find(request.job)
+        live = await self.m.live_state(job)
+        return pb.GetReply(job=self._job(job),
+                           live=[convert.live_to_pb(sw, st) for sw, st in live.items()])
+
+    @_errors
+    async def SetParams(self, request: pb.SetParamsRequest, context: Any) -> pb.SetParamsReply:
+        params = convert.params_from_pb(request.params)
+        out = await self.m.set_params(request.job or None, params)
+        reply = pb.SetParamsReply()
+        # "global" is a Python keyword, so the field is reached with getattr.
+        getattr(reply, "global").CopyFrom(convert.params_to_pb(self.m.store.global_params()))
+        if out is not None:
+            reply.job.CopyFrom(self._job(out.job))
+            reply.switches.extend(convert.switch_results(out.switches))
+        return reply
+
+    @_errors
+    async def SwitchStatus(self, request: Any, context: Any) -> pb.SwitchStatusReply:
+        out = []
+        for s in self.m.switch_status():
+            out.append(pb.SwitchInfo(
+                name=s.name, address=s.address, target=s.target, state=s.state,
+                connected_since=s.connected_since or 0.0, last_error=s.last_error,
+                connects=s.connects, last_reconcile=s.last_reconcile or 0.0,
+                last_reconcile_changes=s.last_reconcile_changes, entries=s.entries, jobs=s.jobs,
+            ))
+        return pb.SwitchStatusReply(switches=out)
+
+
+async def start(manager: JobManager, api: ApiConfig) -> grpc.aio.Server:
+    """Start the API server; the config loader already refused an unsafe listen address."""
+    interceptors = []
+    if api.token_file is not None:
+        interceptors.append(TokenInterceptor(read_token(api.token_file)))
+    server = grpc.aio.server(interceptors=interceptors)
+    pb_grpc.add_JobServiceServicer_to_server(JobService(manager), server)
+    creds = server_credentials(api)
+    if creds is None:
+        port = server.add_insecure_port(api.listen)
+    else:
+        port = server.add_secure_port(api.listen, creds)
+    if port == 0:
+        raise OSError(f"cannot listen on {api.listen}")
+    await server.start()
+    LOG.info("API listening on %s (%s)", api.listen, "TLS" if creds else "plaintext")
+    server.bound_port = port  # type: ignore[attr-defined]
+    return server

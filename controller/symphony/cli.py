@@ -1,0 +1,224 @@
+"""symphonyctl: the operator's and scheduler's command line for the job API.
+
+    symphonyctl job allocate --name NAME --mode tag --switch s1 [--param k=0.02]
+    symphonyctl job allocate --name NAME --mode hosts --host 10.0.0.1 --host 10.0.0.2 --switch s1
+    symphonyctl job release JOB        # JOB = Job_ID or name
+    symphonyctl job list [--all]
+    symphonyctl job show JOB           # live state read from each switch
+    symphonyctl switch status
+    symphonyctl params set [--job JOB] k=0.02 tau=0.3 ...
+
+Every command takes --json for machine-readable output. The API address comes from --api or
+$SYMPHONY_API (default 127.0.0.1:50051); a token from --token-file or $SYMPHONY_TOKEN_FILE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import grpc
+from google.protobuf import json_format
+
+from symphony.api import symphony_pb2 as pb
+from symphony.api import symphony_pb2_grpc as pb_grpc
+from symphony.jobs.params import PARAM_TYPES
+
+INT_PARAMS = {name for name, types in PARAM_TYPES.items() if types == (int,)}
+
+
+def parse_param(text: str) -> tuple[str, Any]:
+    name, sep, raw = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=VALUE")
+    if name not in PARAM_TYPES:
+        raise argparse.ArgumentTypeError(f"{name!r}: unknown parameter ({', '.join(PARAM_TYPES)})")
+    try:
+        if name == "psn_mode":
+            return name, raw
+        return name, int(raw) if name in INT_PARAMS else float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{name}: {raw!r} is not a number") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="symphonyctl", description="Symphony controller CLI")
+    p.add_argument("--api", default=os.environ.get("SYMPHONY_API", "127.0.0.1:50051"))
+    p.add_argument("--token-file", default=os.environ.get("SYMPHONY_TOKEN_FILE"))
+    p.add_argument("--tls-ca", help="CA that signed the controller's certificate (enables TLS)")
+    p.add_argument("--tls-cert", help="client certificate (mTLS)")
+    p.add_argument("--tls-key", help="client key (mTLS)")
+    p.add_argument("--timeout", type=float, default=30.0)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    sub = p.add_subparsers(dest="group", required=True)
+
+    job = sub.add_parser("job").add_subparsers(dest="cmd", required=True)
+    a = job.add_parser("allocate", help="allocate a Job_ID and program the job's switches")
+    a.add_argument("--name", required=True)
+    a.add_argument("--mode", choices=("tag", "hosts"), required=True)
+    a.add_argument("--host", action="append", default=[], help="IPv4 source (mode hosts)")
+    a.add_argument("--switch", action="append", default=[], required=True)
+    a.add_argument("--param", action="append", default=[], type=parse_param, metavar="NAME=VALUE")
+    a.add_argument("--request-key",
+                   help="idempotency key (default: ctl:<name>, so re-running is safe)")
+    r = job.add_parser("release")
+    r.add_argument("job")
+    ls = job.add_parser("list")
+    ls.add_argument("--all", action="store_true", help="include released jobs")
+    sh = job.add_parser("show")
+    sh.add_argument("job")
+
+    sw = sub.add_parser("switch").add_subparsers(dest="cmd", required=True)
+    sw.add_parser("status")
+
+    prm = sub.add_parser("params").add_subparsers(dest="cmd", required=True)
+    ps = prm.add_parser("set")
+    ps.add_argument("--job", default="", help="Job_ID or name (default: global)")
+    ps.add_argument("values", nargs="+", type=parse_param, metavar="NAME=VALUE")
+    return p
+
+
+def channel(args: argparse.Namespace) -> grpc.Channel:
+    if args.tls_ca:
+        creds = grpc.ssl_channel_credentials(
+            root_certificates=Path(args.tls_ca).read_bytes(),
+            private_key=Path(args.tls_key).read_bytes() if args.tls_key else None,
+            certificate_chain=Path(args.tls_cert).read_bytes() if args.tls_cert else None,
+        )
+        return grpc.secure_channel(args.api, creds)
+    return grpc.insecure_channel(args.api)
+
+
+def metadata(args: argparse.Namespace) -> list[tuple[str, str]]:
+    if args.token_file:
+        return [("authorization", f"Bearer {Path(args.token_file).read_text().strip()}")]
+    return []
+
+
+def params_msg(values: Sequence[tuple[str, Any]]) -> pb.Params:
+    msg = pb.Params()
+    for name, value in values:
+        setattr(msg, name, value)
+    return msg
+
+
+def call(args: argparse.Namespace, stub: pb_grpc.JobServiceStub) -> Any:
+    kw = {"timeout": args.timeout, "metadata": metadata(args)}
+    g, c = args.group, args.cmd
+    if (g, c) == ("job", "allocate"):
+        return stub.Allocate(pb.AllocateRequest(
+            request_key=args.request_key or f"ctl:{args.name}", name=args.name, mode=args.mode,
+            hosts=args.host, switches=args.switch, params=params_msg(args.param)), **kw)
+    if (g, c) == ("job", "release"):
+        return stub.Release(pb.JobRef(job=args.job), **kw)
+    if (g, c) == ("job", "list"):
+        return stub.List(pb.ListRequest(include_released=args.all), **kw)
+    if (g, c) == ("job", "show"):
+        return stub.Get(pb.JobRef(job=args.job), **kw)
+    if (g, c) == ("switch", "status"):
+        return stub.SwitchStatus(pb.SwitchStatusRequest(), **kw)
+    if (g, c) == ("params", "set"):
+        return stub.SetParams(pb.SetParamsRequest(job=args.job, params=params_msg(args.values)),
+                              **kw)
+    raise AssertionError((g, c))
+
+
+# ---- human output --------------------------------------------------------------------------
+
+def _params(p: pb.Params) -> str:
+    d = json_format.MessageToDict(p, preserving_proto_field_name=True)
+    return " ".join(f"{k}={v}" for k, v in d.items()) or "-"
+
+
+def _when(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else "-"
+
+
+def render_job(job: pb.Job) -> list[str]:
+    lines = [
+        f"job {job.job_id} {job.name!r}: {job.state}, mode {job.mode}",
+        f"  switches: {', '.join(job.switches)}",
+    ]
+    if job.hosts:
+        lines.append(f"  hosts:    {', '.join(job.hosts)}")
+    lines.append(f"  params:   {_params(job.params)}")
+    if job.HasField("effective"):
+        lines.append(f"  running:  {_params(job.effective)}")
+    if job.pending:
+        lines.append(f"  pending release on: {', '.join(job.pending)}")
+    lines.append(f"  created:  {_when(job.created_at)}  key {job.request_key}")
+    return lines
+
+
+def render(args: argparse.Namespace, reply: Any) -> str:
+    c = args.cmd
+    out: list[str] = []
+    if isinstance(reply, pb.JobReply):
+        verb = {"allocate": "allocated" if reply.created else "already allocated (same key)",
+                "release": "released" if reply.job.state == "released" else "releasing"}[c]
+        out.append(f"{verb}: Job_ID {reply.job.job_id}")
+        out += render_job(reply.job)
+        out += [f"  {s.switch}: {s.status}" for s in reply.switches]
+    elif isinstance(reply, pb.ListReply):
+        out.append(f"{'JOB_ID':>6}  {'NAME':<24} {'MODE':<5} {'STATE':<9} SWITCHES")
+        for j in reply.jobs:
+            out.append(f"{j.job_id:>6}  {j.name:<24} {j.mode:<5} {j.state:<9} "
+                       f"{','.join(j.switches)}")
+    elif isinstance(reply, pb.GetReply):
+        out += render_job(reply.job)
+        out.append(f"  {'SWITCH':<12} {'STEP_MIN':>8} {'PSN_REC':>8} {'ALPHA':>5} "
+                   f"{'CNT_TOT':>8} {'CNT_OP':>8} {'PACKETS':>9} {'MARKS':>7} {'Q_MARKS':>7}")
+        for s in reply.live:
+            if not s.available:
+                out.append(f"  {s.switch:<12} {s.error}")
+                continue
+            out.append(f"  {s.switch:<12} {s.step_min:>8} {s.psn_rec:>8} {s.alpha:>5} "
+                       f"{s.cnt_total:>8} {s.cnt_op:>8} {s.packets:>9} {s.marks:>7} "
+                       f"{s.queue_marks:>7}")
+    elif isinstance(reply, pb.SwitchStatusReply):
+        out.append(f"{'SWITCH':<12} {'TARGET':<8} {'STATE':<12} {'ENTRIES':>7} {'JOBS':>5} "
+                   f"{'CONNECTS':>8}  ADDRESS / LAST ERROR")
+        for s in reply.switches:
+            out.append(f"{s.name:<12} {s.target:<8} {s.state:<12} {s.entries:>7} {s.jobs:>5} "
+                       f"{s.connects:>8}  {s.address}"
+                       + (f"  ({s.last_error})" if s.last_error and s.state != "ready" else ""))
+    elif isinstance(reply, pb.SetParamsReply):
+        if reply.HasField("job"):
+            out.append("job parameters set")
+            out += render_job(reply.job)
+            out += [f"  {s.switch}: {s.status}" for s in reply.switches]
+        else:
+            out.append(f"global parameters: {_params(getattr(reply, 'global'))}")
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    with channel(args) as ch:
+        stub = pb_grpc.JobServiceStub(ch)
+        try:
+            reply = call(args, stub)
+        except grpc.RpcError as exc:
+            code = exc.code()
+            detail = exc.details()
+            if args.json:
+                print(json.dumps({"error": code.name, "message": detail}))
+            else:
+                print(f"symphonyctl: {code.name}: {detail}", file=sys.stderr)
+            return 1
+    if args.json:
+        print(json_format.MessageToJson(reply, preserving_proto_field_name=True,
+                                        always_print_fields_with_no_presence=True))
+    else:
+        print(render(args, reply))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

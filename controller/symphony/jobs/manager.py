@@ -1,0 +1,218 @@
+"""The job manager: validates requests, commits the desired state, then drives the switches.
+
+Order of every change: validate everything -> one SQLite transaction -> ask each switch session
+on the job's path to sync. A refused request writes nothing. A switch that is down does not fail
+the request: the desired state is committed and that switch's session installs it when the
+switch comes back; the answer says which switches are still pending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from symphony.config import Config
+from symphony.jobs import params as job_params
+from symphony.jobs import validation as v
+from symphony.jobs.errors import JobError, Kind
+from symphony.jobs.store import Job, JobStore
+from symphony.model.pipeline import JobState
+
+LOG = logging.getLogger(__name__)
+INSTALLED = "installed"
+CLEARED = "cleared"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    job: Job
+    created: bool
+    # switch -> "installed" / "cleared" / "pending: <why>"
+    switches: Mapping[str, str]
+
+
+class JobManager:
+    def __init__(self, config: Config, store: JobStore, sessions: Mapping[str, Any] | None = None):
+        self.config = config
+        self.store = store
+        self.sessions: dict[str, Any] = dict(sessions or {})
+        # One writer at a time: validation reads (name/host clashes) and the commit must see
+        # the same state; SQLite's lock does this across processes, this does it in the loop.
+        self._write_lock = asyncio.Lock()
+        self._forget_unknown_switches()
+
+    def _forget_unknown_switches(self) -> None:
+        """A releasing job pending on a switch that left the config can never be cleared there;
+        count it as cleared so its Job_ID is not lost forever."""
+        known = set(self.config.switch_names)
+        for job in self.store.list():
+            if job.state == "releasing":
+                for sw in job.pending:
+                    if sw not in known:
+                        LOG.warning("job %d: switch %s left the config; counted as cleared",
+                                    job.job_id, sw)
+                        self.store.mark_cleared(job.uid, sw)
+            elif set(job.switches) - known:
+                LOG.warning("job %d: switches %s are not in the config", job.job_id,
+                            ", ".join(sorted(set(job.switches) - known)))
+
+    # ---- what the switch sessions ask (DesiredSource) ----------------------------------------
+
+    def jobs_on(self, switch: str) -> tuple[list[Job], list[Job]]:
+        active, releasing = [], []
+        for job in self.store.list():
+            if job.state == "active" and switch in job.switches:
+                active.append(job)
+            elif job.state == "releasing" and switch in job.pending:
+                releasing.append(job)
+        return active, releasing
+
+    def params_of(self, job: Job) -> Any:
+        return job_params.effective(self.config.defaults, self.store.global_params(), job.params)
+
+    def action_params(self, job: Job, tick_ns: int) -> dict[str, int]:
+        return self.params_of(job).to_action_params(tick_ns)
+
+    def cleared(self, job: Job, switch: str) -> None:
+        after = self.store.mark_cleared(job.uid, switch)
+        if after.state == "released":
+            LOG.info("job %d (%s) released everywhere; Job_ID free", job.job_id, job.name)
+
+    # ---- API ---------------------------------------------------------------------------------
+
+    async def allocate(
+        self,
+        request_key: str,
+        name: str,
+        mode: str,
+        hosts: Iterable[str],
+        switches: Iterable[str],
+        params: Mapping[str, Any],
+    ) -> Outcome:
+        v.request_key(request_key)
+        v.name(name)
+        v.mode(mode)
+        clean_hosts = v.hosts(hosts, mode)
+        clean_switches = v.switches(switches, self.config.switch_names)
+        clean_params = v.params(params)
+        self._check_targets(clean_params, clean_switches)
+        async with self._write_lock:
+            job, created = self.store.allocate(
+                request_key, name, mode, clean_hosts, clean_switches, clean_params
+            )
+        status = await self._sync(job.switches) if job.state == "active" else {}
+        return Outcome(job, created, status)
+
+    async def release(self, ref: int | str) -> Outcome:
+        job = self.find(ref)
+        async with self._write_lock:
+            job = self.store.release(job.job_id)
+        status = await self._sync(job.pending)
+        after = self.store.by_uid(job.uid) or job
+        for sw in job.switches:
+            if sw not in after.pending:
+                status[sw] = CLEARED
+        return Outcome(after, False, status)
+
+    def list(self, include_released: bool = False) -> list[Job]:
+        return self.store.list(include_released)
+
+    def find(self, ref: int | str) -> Job:
+        """A live job by Job_ID or by name."""
+        if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
+            job_id = v.job_id(int(ref))
+            job = self.store.get(job_id)
+        else:
+            job = self.store.get_by_name(v.name(ref, "job"))
+        if job is None:
+            raise JobError(Kind.NOT_FOUND, "job", f"no live job {ref!r}")
+        return job
+
+    async def live_state(self, job: Job) -> dict[str, JobState | str]:
+        """Per switch on the job's path: its registers and counters, or why they are unknown."""
+
+        async def one(sw: str) -> JobState | str:
+            session = self.sessions.get(sw)
+            if session is None:
+                return "unavailable: no session"
+            try:
+                return (await session.read_state([job.job_id]))[job.job_id]
+            except Exception as exc:  # reported to the caller per switch
+                return f"unavailable: {exc}"
+
+        results = await asyncio.gather(*(one(sw) for sw in job.switches))
+        return dict(zip(job.switches, results, strict=True))
+
+    async def set_params(
+        self, ref: int | str | None, overrides: Mapping[str, Any]
+    ) -> Outcome | None:
+        clean = v.params(overrides)
+        if not clean:
+            raise v.invalid("params", "nothing to set")
+        if ref is None:
+            # Global: the result of merging must still be valid for every live job.
+            async with self._write_lock:
+                merged = {**self.store.global_params(), **clean}
+                for job in self.store.list():
+                    self._effective_or_invalid(merged, job.params, f"job {job.job_id}")
+                self.store.set_global_params(clean)
+            await self._sync(self.config.switch_names)
+            return None
+        job = self.find(ref)
+        async with self._write_lock:
+            self._effective_or_invalid(self.store.global_params(), {**job.params, **clean},
+                                       "params")
+            self._check_targets({**job.params, **clean}, job.switches)
+            job = self.store.set_job_params(job.job_id, clean)
+        return Outcome(job, False, await self._sync(job.switches))
+
+    def switch_status(self) -> list[Any]:
+        return [self.sessions[name].status for name in self.config.switch_names
+                if name in self.sessions]
+
+    # ---- helpers -----------------------------------------------------------------------------
+
+    def _effective_or_invalid(self, global_params: Mapping[str, Any], job: Mapping[str, Any],
+                              where: str) -> None:
+        try:
+            job_params.effective(self.config.defaults, global_params, job)
+        except ValueError as exc:
+            raise v.invalid(where, str(exc)) from exc
+
+    def _check_targets(self, overrides: Mapping[str, Any], switches: Iterable[str]) -> None:
+        """Parameters must fit every target on the path (T_win in ticks is target-specific)."""
+        from symphony.switch.targets import target
+
+        params = job_params.effective(self.config.defaults, self.store.global_params(), overrides)
+        for sw in switches:
+            tick = target(self.config.switch(sw).target).tick_ns
+            try:
+                params.validate(tick)
+            except ValueError as exc:
+                raise v.invalid(f"params ({sw})", str(exc)) from exc
+
+    async def _sync(self, switches: Iterable[str]) -> dict[str, str]:
+        async def one(sw: str) -> str:
+            session = self.sessions.get(sw)
+            if session is None:
+                return "pending: no session"
+            if not session.is_ready:
+                return f"pending: switch {session.status.state}"
+            try:
+                # shield: on timeout the sync goes on in the background; only the answer stops
+                # waiting for it.
+                await asyncio.wait_for(
+                    asyncio.shield(session.sync()), self.config.install_timeout_s
+                )
+                return INSTALLED
+            except asyncio.TimeoutError:
+                return "pending: timed out (the session keeps trying)"
+            except Exception as exc:  # the session's next reconcile retries
+                return f"pending: {exc}"
+
+        names = list(switches)
+        results = await asyncio.gather(*(one(sw) for sw in names))
+        return dict(zip(names, results, strict=True))
