@@ -456,3 +456,64 @@ class _Reader:
         if exists and not p.is_file():
             raise ConfigError(self.at(key), f"{p} does not exist (run `make build`?)")
         return p
+
+
+# A complete config for one bmv2 switch (`symphony-controller --example-config` prints it);
+# relative paths are relative to the config file's folder.
+EXAMPLE = """\
+database = "run/symphony.db"
+
+[controller]
+reconcile_interval_s = 30     # full read-back-and-fix of every switch
+install_timeout_s = 5         # Allocate/Release wait this long for the switches
+telemetry_interval_s = 5
+backoff_initial_s = 0.1       # reconnect backoff: doubles up to backoff_max_s
+backoff_max_s = 2.0
+
+[api]
+listen = "127.0.0.1:50051"    # off loopback only with token_file or mTLS
+# token_file = "/etc/symphony/api.token"
+# tls_cert = "server.pem"
+# tls_key = "server.key"
+# tls_client_ca = "clients-ca.pem"   # with tls_cert/tls_key: mTLS
+
+[metrics]
+listen = "127.0.0.1:9464"
+
+[pipelines.bmv2]
+p4info = "build/bmv2/symphony.p4info.txtpb"
+device_config = "build/bmv2/symphony.json"
+
+# [pipelines.tofino2]
+# p4info = "build/tofino2/symphony.p4info.txtpb"
+# program_name = "symphony"
+# binary = "build/tofino2/pipe/tofino2.bin"
+# context = "build/tofino2/pipe/context.json"
+# bfrt = "build/tofino2/bf-rt.json"
+# format = "pi"                 # "pi" (bf_switchd, stratum_bf) or "stratum" (stratum_bfrt)
+
+[defaults]                      # global job parameters (SPEC section 7)
+k = 0.01
+tau = 0.25
+t_win_us = 100.0
+
+[queue_marking]                 # per-port default; a port may override each value
+k_min = 50
+k_max = 100
+p_max = 0.2
+
+[[switches]]
+name = "s1"
+address = "127.0.0.1:9559"
+device_id = 0                   # simple_switch_grpc's device id
+target = "bmv2"
+thrift_port = 9090
+ports = [
+  { port = 1, peer = 2 },
+  { port = 2, peer = 1, k_min = 20, k_max = 80 },
+]
+routes = [
+  { prefix = "10.0.1.0/24", port = 1 },
+  { prefix = "10.0.2.0/24", port = 2 },
+]
+"""

@@ -25,7 +25,8 @@ LOG = logging.getLogger("symphony.daemon")
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="symphony-controller", description=__doc__.split("\n")[0])
-    p.add_argument("--config", "-c", required=True, help="TOML config file")
+    p.add_argument("--config", "-c", help="TOML config file")
+    p.add_argument("--example-config", action="store_true", help="print an example config")
     p.add_argument("--check", action="store_true", help="check the config and exit")
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING (default INFO)")
     return p.parse_args(argv)
@@ -33,6 +34,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.example_config:
+        print(config_mod.EXAMPLE, end="")
+        return 0
+    if not args.config:
+        print("symphony-controller: --config is required", file=sys.stderr)
+        return 2
     logging.basicConfig(
         level=args.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -1,0 +1,91 @@
+"""The persistent desired state: idempotency, conflicts, release lifecycle, parameters."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from symphony.jobs.errors import JobError, Kind
+from symphony.jobs.store import JobStore
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = JobStore(tmp_path / "jobs.db")
+    yield s
+    s.close()
+
+
+def test_wal_and_full_sync(store):
+    assert store._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+
+
+def test_retry_same_key_same_job(store):
+    a, created = store.allocate("req-1", "alpha", "tag", [], ["s1"], {"k": 0.02})
+    b, created2 = store.allocate("req-1", "alpha", "tag", [], ["s1"], {"k": 0.02})
+    assert created and not created2
+    assert a == b
+
+
+def test_same_key_different_request_refused(store):
+    store.allocate("req-1", "alpha", "tag", [], ["s1"], {})
+    with pytest.raises(JobError) as err:
+        store.allocate("req-1", "alpha", "tag", [], ["s1", "s2"], {})
+    assert err.value.kind is Kind.CONFLICT and err.value.field == "request_key"
+
+
+def test_name_and_hosts_unique_among_live_jobs(store):
+    store.allocate("r1", "alpha", "hosts", ["10.0.0.1", "10.0.0.2"], ["s1"], {})
+    with pytest.raises(JobError, match="name"):
+        store.allocate("r2", "alpha", "tag", [], ["s1"], {})
+    with pytest.raises(JobError) as err:
+        store.allocate("r3", "beta", "hosts", ["10.0.0.2"], ["s1"], {})
+    assert err.value.field == "hosts" and "10.0.0.2" in err.value.message
+    assert [j.request_key for j in store.list()] == ["r1"]
+
+
+def test_release_lifecycle_frees_id_only_when_all_switches_cleared(store):
+    job, _ = store.allocate("r1", "alpha", "tag", [], ["s1", "s2"], {})
+    rel = store.release(job.job_id)
+    assert rel.state == "releasing" and set(rel.pending) == {"s1", "s2"}
+    assert store.release(job.job_id).pending == rel.pending  # idempotent
+    assert store.mark_cleared(job.uid, "s1").state == "releasing"
+    # Still quarantined: a new job cannot get the ID; the name can't be reused either.
+    assert store.get(job.job_id) is not None
+    after = store.mark_cleared(job.uid, "s2")
+    assert after.state == "released" and after.released_at is not None
+    assert store.get(job.job_id) is None
+    # The retried allocate still answers with the (released) job: same Job_ID.
+    again, created = store.allocate("r1", "alpha", "tag", [], ["s1", "s2"], {})
+    assert not created and again.job_id == job.job_id and again.state == "released"
+    # And the name is free again.
+    store.allocate("r2", "alpha", "tag", [], ["s1"], {})
+
+
+def test_release_unknown_job(store):
+    with pytest.raises(JobError) as err:
+        store.release(5)
+    assert err.value.kind is Kind.NOT_FOUND
+
+
+def test_database_refuses_duplicate_live_job_id(store):
+    job, _ = store.allocate("r1", "alpha", "tag", [], ["s1"], {})
+    with pytest.raises(sqlite3.IntegrityError):
+        store._db.execute(
+            "INSERT INTO jobs (job_id, request_key, request, name, mode, hosts, switches, params,"
+            " state, created_at) VALUES (?, 'x', '{}', 'other', 'tag', '[]', '[]', '{}',"
+            " 'active', 0)", (job.job_id,))
+
+
+def test_params_persist(tmp_path):
+    s = JobStore(tmp_path / "j.db")
+    job, _ = s.allocate("r1", "alpha", "tag", [], ["s1"], {"k": 0.02})
+    s.set_job_params(job.job_id, {"tau": 0.5})
+    s.set_global_params({"alpha_max": 8})
+    s.close()
+    s = JobStore(tmp_path / "j.db")
+    assert s.get(job.job_id).params == {"k": 0.02, "tau": 0.5}
+    assert s.global_params() == {"alpha_max": 8}
+    s.close()
