@@ -92,8 +92,8 @@ class JobManager:
         switches: Iterable[str],
         params: Mapping[str, Any],
     ) -> Outcome:
-        v.request_key(request_key)
         v.name(name)
+        v.request_key(request_key)
         v.mode(mode)
         clean_hosts = v.hosts(hosts, mode)
         clean_switches = v.switches(switches, self.config.switch_names)
