@@ -4,6 +4,7 @@ import math
 import random
 
 import pytest
+
 from symphony.model import accuracy
 from symphony.model import arithmetic as ar
 from symphony.model.tables import log_buckets

@@ -1,6 +1,7 @@
 """Table generation: parameters as action data, lookup tables, the queue ramp."""
 
 import pytest
+
 from symphony.model import arithmetic as ar
 from symphony.model.params import QUEUE_DEPTH_LIMIT, JobParams, QueueParams
 from symphony.model.tables import (

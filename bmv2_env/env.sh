@@ -1,0 +1,19 @@
+# Shared settings of the bmv2 environment; sourced by start.sh and stop.sh. Every value can be
+# overridden from the environment.
+: "${SYMPHONY_PORTS:=4}"                       # switch ports 0..N-1
+: "${SYMPHONY_GRPC_ADDR:=127.0.0.1:9559}"      # P4Runtime
+: "${SYMPHONY_THRIFT_PORT:=9090}"              # bmv2 runtime API (registers, queues)
+: "${SYMPHONY_DEVICE_ID:=0}"
+: "${SYMPHONY_RUN_DIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/run/bmv2}"
+: "${SYMPHONY_LOG_LEVEL:=warn}"                # bmv2 log level: trace debug info warn error off
+: "${SYMPHONY_SWITCH:=simple_switch_grpc}"
+
+# Switch port i is veth(2i); its peer veth(2i+1) is where tests send and sniff.
+switch_if() { echo "veth$((2 * $1))"; }
+host_if() { echo "veth$((2 * $1 + 1))"; }
+
+# The toolchain may live under /opt/p4 when built from source.
+for d in /opt/p4/bin /usr/local/bin; do
+  case ":$PATH:" in *":$d:"*) ;; *) [ -d "$d" ] && PATH="$PATH:$d" ;; esac
+done
+export PATH

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Bring up bmv2 (simple_switch_grpc) with SYMPHONY_PORTS veth ports, P4Runtime and Thrift on
+# loopback, and no program: the controller (or the PTF base test) pushes the pipeline over
+# P4Runtime. Running it twice is harmless: a switch that already answers is left alone.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=env.sh
+. "$here/env.sh"
+
+die() { echo "bmv2_env/start.sh: $*" >&2; exit 1; }
+
+command -v "$SYMPHONY_SWITCH" >/dev/null 2>&1 ||
+  die "'$SYMPHONY_SWITCH' not found on PATH (install bmv2 with its P4Runtime server: see README.md)"
+[ "$(id -u)" = 0 ] || die "creating veth ports needs root"
+
+mkdir -p "$SYMPHONY_RUN_DIR"
+pidfile="$SYMPHONY_RUN_DIR/switch.pid"
+logfile="$SYMPHONY_RUN_DIR/switch.log"
+
+if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+  echo "bmv2 already running (pid $(cat "$pidfile")), P4Runtime $SYMPHONY_GRPC_ADDR"
+  exit 0
+fi
+
+ifaces=()
+for ((i = 0; i < SYMPHONY_PORTS; i++)); do
+  sw=$(switch_if "$i") host=$(host_if "$i")
+  if ! ip link show "$sw" >/dev/null 2>&1; then
+    ip link add "$sw" type veth peer name "$host"
+  fi
+  for intf in "$sw" "$host"; do
+    # No IPv6 on test ports: router solicitations and MLD reports would be forwarded by the
+    # switch and show up as unexpected packets in the tests.
+    sysctl -qw "net.ipv6.conf.$intf.disable_ipv6=1" || true
+    ip link set "$intf" mtu 9500 up
+  done
+  ifaces+=(-i "$i@$sw")
+done
+
+grpc_port=${SYMPHONY_GRPC_ADDR##*:}
+for p in "$grpc_port" "$SYMPHONY_THRIFT_PORT"; do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+    die "port $p is already taken by another process (not our switch)"
+  fi
+done
+
+nohup "$SYMPHONY_SWITCH" "${ifaces[@]}" \
+  --device-id "$SYMPHONY_DEVICE_ID" \
+  --thrift-port "$SYMPHONY_THRIFT_PORT" \
+  --log-file "$SYMPHONY_RUN_DIR/bmv2" --log-flush --log-level "$SYMPHONY_LOG_LEVEL" \
+  --no-p4 \
+  -- --grpc-server-addr "$SYMPHONY_GRPC_ADDR" \
+  >"$logfile" 2>&1 &
+echo $! >"$pidfile"
+
+# Wait until both the P4Runtime and the Thrift server accept connections.
+for _ in $(seq 1 100); do
+  kill -0 "$(cat "$pidfile")" 2>/dev/null || { cat "$logfile" >&2; rm -f "$pidfile"; die "bmv2 exited at start"; }
+  if (exec 3<>"/dev/tcp/127.0.0.1/$grpc_port") 2>/dev/null &&
+     (exec 3<>"/dev/tcp/127.0.0.1/$SYMPHONY_THRIFT_PORT") 2>/dev/null; then
+    echo "bmv2 up (pid $(cat "$pidfile")): P4Runtime $SYMPHONY_GRPC_ADDR device $SYMPHONY_DEVICE_ID," \
+         "Thrift $SYMPHONY_THRIFT_PORT, ports 0..$((SYMPHONY_PORTS - 1)), log $SYMPHONY_RUN_DIR/bmv2.txt"
+    exit 0
+  fi
+  sleep 0.1
+done
+die "bmv2 did not answer within 10 s (log: $logfile)"
