@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from symphony import config
 from symphony.config import ConfigError
@@ -28,9 +28,7 @@ def _dump(value, prefix=""):
     """Minimal TOML writer (tables, arrays of tables, inline values) for the tests."""
     lines, tables = [], []
     for k, v in value.items():
-        if isinstance(v, dict):
-            tables.append((k, v))
-        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v) and k == "switches":
+        if isinstance(v, dict) or (k == "switches" and isinstance(v, list) and v):
             tables.append((k, v))
         else:
             lines.append(f"{k} = {_inline(v)}")
@@ -154,7 +152,7 @@ def test_empty_token_file_refused(tmp_path):
     def edit(r):
         r["api"]["token_file"] = "api.token"
 
-    with pytest.raises(ConfigError, match="api.token_file: .* is empty"):
+    with pytest.raises(ConfigError, match=r"api\.token_file: .* is empty"):
         config.load(write_example(tmp_path, edit))
 
 

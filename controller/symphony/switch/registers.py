@@ -128,8 +128,8 @@ class P4RuntimeJobRegisters:
         updates: list[Any] = []
         for j in job_ids:
             updates += [~P4RegisterEntry(name, index=j, data=0) for name in REGISTERS.values()]
-            updates += [~P4CounterEntry(name, index=j, data=P4CounterData(0, 0))
-                        for name in COUNTERS.values()]
+            zero = P4CounterData(byte_count=0, packet_count=0)
+            updates += [~P4CounterEntry(name, index=j, data=zero) for name in COUNTERS.values()]
         if updates:
             await self.switch.write(updates)
 
