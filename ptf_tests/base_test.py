@@ -36,20 +36,16 @@ from symphony.model.pipeline import (
 )
 from symphony.model.tables import TableEntrySpec
 from symphony.packets import parsed_view
+from symphony.switch import testbed
 from symphony.switch.blocking import BlockingSwitch
 from symphony.switch.thrift_registers import Bmv2Thrift
 
 LOG = logging.getLogger("symphony.ptf")
 ROOT = Path(__file__).resolve().parent.parent
-PORTS = 4
-# bmv2 timestamps tick in microseconds.
-TICK_NS = 1000
+TICK_NS = testbed.BMV2_TICK_NS
 # Windows that never close during a test, and that close on every packet (docs/design.md).
 T_WIN_NEVER_US = 3_600_000_000.0
 T_WIN_ALWAYS_US = 0.0
-
-CLASSIFY = "SymphonyIngress.classify"
-FORWARD = "SymphonyIngress.forward"
 
 
 def _param(name: str, default: str) -> str:
@@ -74,34 +70,10 @@ class _Shared:
                 name="ptf",
             )
             cls.switch.delete_all()
-            cls.switch.write(base_entries())
+            cls.switch.write(testbed.base_entries())
             cls.thrift = Bmv2Thrift("127.0.0.1", int(_param("thrift_port", "9090")))
         assert cls.thrift is not None
         return cls.switch, cls.thrift
-
-
-def route(prefix: int, plen: int, port: int) -> TableEntrySpec:
-    return TableEntrySpec(
-        table=f"{FORWARD}.ipv4_lpm",
-        match={"dst_addr": (prefix, plen)},
-        action=f"{FORWARD}.set_egress_port",
-        params={"port": port},
-    )
-
-
-def base_entries() -> list[TableEntrySpec]:
-    """10.0.i.0/24 -> port i; non-IPv4 crosses 0<->1 and 2<->3; the lookup tables."""
-    specs = [route(0x0A000000 | i << 8, 24, i) for i in range(PORTS)]
-    specs += [
-        TableEntrySpec(
-            table=f"{FORWARD}.port_map",
-            match={"ingress_port": i},
-            action=f"{FORWARD}.set_egress_port",
-            params={"port": i ^ 1},
-        )
-        for i in range(PORTS)
-    ]
-    return specs + list(tables.lut_entries())
 
 
 class SymphonyTest(BaseTest):
@@ -152,19 +124,14 @@ class SymphonyTest(BaseTest):
     ) -> dict[str, int]:
         """Tag and/or host entries plus the job's parameters, on the switch and in the model."""
         prm = (params or self.default_params()).to_action_params(TICK_NS)
-        specs = []
-        if tag:
-            specs.append(self._classify_entry("job_by_tag", {"tag": job_id}, job_id))
-        specs += [self._classify_entry("job_by_src", {"src_addr": h}, job_id) for h in hosts]
-        specs.append(self._params_entry(job_id, prm))
-        self.write(specs)
+        self.write(testbed.job_entries(job_id, prm, tag=tag, hosts=hosts))
         self.model.install_job(job_id, prm, tag=tag, hosts=hosts)
         return prm
 
     def set_params(self, job_id: int, params: JobParams) -> None:
         """Change a job's parameters in place (modify), on the switch and in the model."""
         prm = params.to_action_params(TICK_NS)
-        self.sw.write([self._params_entry(job_id, prm)], kind="modify")
+        self.sw.write(testbed.job_entries(job_id, prm, tag=False), kind="modify")
         self.model.job_params[job_id] = prm
 
     def set_window(self, job_id: int, t_win_us: float) -> None:
@@ -193,24 +160,6 @@ class SymphonyTest(BaseTest):
         self.write(tables.queue_mark_entries(port, q))
         self.thrift.set_queue_rate(rate_pps, port)
         self._queue_rates_set = True
-
-    @staticmethod
-    def _classify_entry(table: str, match: dict, job_id: int) -> TableEntrySpec:
-        return TableEntrySpec(
-            table=f"{CLASSIFY}.{table}",
-            match=match,
-            action=f"{CLASSIFY}.set_job",
-            params={"job_id": job_id},
-        )
-
-    @staticmethod
-    def _params_entry(job_id: int, prm: dict[str, int]) -> TableEntrySpec:
-        return TableEntrySpec(
-            table=f"{CLASSIFY}.job_params",
-            match={"job_id": job_id},
-            action=f"{CLASSIFY}.set_params",
-            params=prm,
-        )
 
     # Packets -------------------------------------------------------------------------------
     def send(self, pkt, port: int = 0) -> None:

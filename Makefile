@@ -1,0 +1,77 @@
+# Symphony: build the P4 program, run bmv2 and the controller, test everything.
+# `make help` lists the targets.
+
+SHELL := /bin/bash
+# p4c and bmv2 built from source live in /opt/p4/bin; packaged ones are on PATH already.
+export PATH := $(PATH):/opt/p4/bin
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BUILD := build
+P4SRC := $(shell find p4src -name '*.p4')
+P4C_BMV2 ?= p4c-bm2-ss
+P4C ?= p4c
+CONFIG ?= examples/bmv2.toml
+
+.PHONY: help setup build run stop controller test unit ptf lint tofino2 bench shell clean
+
+help:
+	@echo "make setup     Python environment in $(VENV) (the package and its dev tools)"
+	@echo "make build     compile p4src for bmv2 -> $(BUILD)/bmv2/{symphony.json,symphony.p4info.txtpb}"
+	@echo "make run       build, start bmv2 (bmv2_env/start.sh) and the controller ($(CONFIG))"
+	@echo "make stop      stop bmv2 and remove its ports"
+	@echo "make test      everything: lint, unit tests, Tofino2 compile and the bmv2/PTF suite"
+	@echo "make ptf       only the PTF suite on bmv2 (builds and starts bmv2 itself)"
+	@echo "make tofino2   compile for Tofino2 (t2na) -> $(BUILD)/tofino2/, with a resource report"
+	@echo "make bench     bmv2 packet-rate ratio and controller install latency"
+	@echo "make shell     p4runtime-shell against the running switch (its own environment)"
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[dev]'
+	touch $@
+
+setup: $(VENV)/.installed
+
+$(BUILD)/bmv2/symphony.json: $(P4SRC)
+	@command -v $(P4C_BMV2) >/dev/null || { echo "make build: $(P4C_BMV2) not found (install p4c: see README.md)"; exit 1; }
+	@mkdir -p $(BUILD)/bmv2
+	$(P4C_BMV2) --arch v1model --std p4-16 -I p4src \
+	  --p4runtime-files $(BUILD)/bmv2/symphony.p4info.txtpb \
+	  -o $@ p4src/v1model/symphony.p4 2> $(BUILD)/bmv2/p4c.log || { cat $(BUILD)/bmv2/p4c.log; exit 1; }
+	@if [ -s $(BUILD)/bmv2/p4c.log ]; then cat $(BUILD)/bmv2/p4c.log; echo "make build: the compiler warned"; exit 1; fi
+
+build: $(BUILD)/bmv2/symphony.json
+
+run: build setup
+	bmv2_env/start.sh
+	$(VENV)/bin/symphony-controller --config $(CONFIG)
+
+stop:
+	bmv2_env/stop.sh
+
+test: setup
+	scripts/run_tests.sh
+
+unit: setup
+	$(PY) -m pytest -q tests
+
+ptf: setup build
+	scripts/run_ptf.sh
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+tofino2: setup
+	$(PY) -m symphony.tofino.build --out $(BUILD)/tofino2
+
+bench: setup build
+	scripts/run_bench.sh
+
+shell:
+	scripts/p4rt_shell.sh
+
+clean:
+	rm -rf $(BUILD) run

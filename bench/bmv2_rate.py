@@ -1,0 +1,139 @@
+"""bmv2 packet rate of the Symphony pipeline, on against off, side by side in one run.
+
+"Off" is the same program with Symphony switched off by the control plane: the job's entries
+are removed, so its packets are classified, miss, and skip the per-job state and the marking
+arithmetic. "On" tracks them with the full path (flow slot, per-job registers, three log
+lookups, the threshold table and the coin: the lagging and outpacing flows keep 0 < P < 1).
+
+Rounds alternate on/off (ABAB...) so drift of the machine hits both alike; the result is the
+ratio of the median rates. Needs a running bmv2 (scripts/run_bench.sh starts one) and root.
+
+    python bench/bmv2_rate.py --packets 20000 --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import statistics
+import threading
+import time
+from pathlib import Path
+
+from symphony import packets as rp
+from symphony.model.params import JobParams
+from symphony.model.pipeline import COUNTERS, FLOW_REGISTER, REGISTERS
+from symphony.switch import testbed
+from symphony.switch.blocking import BlockingSwitch
+from symphony.switch.thrift_registers import Bmv2Thrift
+
+ROOT = Path(__file__).resolve().parent.parent
+JOB = 1
+ETH_P_ALL = 0x0003
+
+
+def workload(n: int) -> list[bytes]:
+    """A lagging flow (step 0) and an outpacing one (step 1), interleaved; P stays in (0, 1)."""
+    out = []
+    for i in range(n):
+        if i % 2 == 0:
+            pkt = rp.rocev2(opcode=rp.WRITE_MIDDLE, step=0, psn=1000 + i, tag=JOB, src="10.0.0.2")
+        else:
+            pkt = rp.rocev2(
+                opcode=rp.WRITE_MIDDLE, step=1, psn=500 + i // 4, tag=JOB, src="10.0.0.1"
+            )
+        out.append(bytes(pkt))
+    return out
+
+
+def measure(frames: list[bytes], tx_if: str, rx_if: str, idle_s: float = 1.0) -> tuple[int, float]:
+    """Send every frame as fast as possible; (frames received, seconds from first send to last
+    receive)."""
+    rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    rx.bind((rx_if, 0))
+    rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 20)
+    rx.settimeout(idle_s)
+    tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    tx.bind((tx_if, 0))
+    got = 0
+    last = 0.0
+
+    def receive() -> None:
+        nonlocal got, last
+        while got < len(frames):
+            try:
+                data = rx.recv(65535)
+            except TimeoutError:
+                return
+            if len(data) > 40 and data[12:14] == b"\x08\x00":
+                got += 1
+                last = time.perf_counter()
+
+    thread = threading.Thread(target=receive)
+    thread.start()
+    start = time.perf_counter()
+    for f in frames:
+        tx.send(f)
+    thread.join()
+    rx.close()
+    tx.close()
+    return got, max(last - start, 1e-9)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--packets", type=int, default=20000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--grpc", default="127.0.0.1:9559")
+    parser.add_argument("--thrift-port", type=int, default=9090)
+    args = parser.parse_args()
+
+    build = ROOT / "build" / "bmv2"
+    sw = BlockingSwitch(
+        args.grpc,
+        device_id=0,
+        p4info=build / "symphony.p4info.txtpb",
+        p4blob=build / "symphony.json",
+        name="bench",
+    )
+    thrift = Bmv2Thrift("127.0.0.1", args.thrift_port)
+    sw.delete_all()
+    sw.write(testbed.base_entries())
+    params = JobParams(k=0.01, n_warmup=4, n_sample=32).to_action_params(testbed.BMV2_TICK_NS)
+    job = testbed.job_entries(JOB, params)
+    frames = workload(args.packets)
+    rates: dict[str, list[float]] = {"on": [], "off": []}
+    for r in range(args.rounds):
+        for mode in ("on", "off") if r % 2 == 0 else ("off", "on"):
+            for name in [*REGISTERS.values(), FLOW_REGISTER]:
+                thrift.register_reset(name)
+            for name in COUNTERS.values():
+                thrift.counter_reset(name)
+            if mode == "on":
+                sw.write(job)
+            got, secs = measure(frames, testbed.host_if(0), testbed.host_if(1))
+            if mode == "on":
+                seen = thrift.counter_read(COUNTERS["packets"], JOB)[1]
+                marks = thrift.counter_read(COUNTERS["marks"], JOB)[1]
+                sw.write(list(reversed(job)), kind="delete")
+                assert seen == got or seen >= got, "tracked fewer packets than were forwarded"
+                note = f"tracked {seen}, Symphony marks {marks}"
+            else:
+                note = "untracked"
+            rates[mode].append(got / secs)
+            print(
+                f"round {r} {mode:>3}: {got}/{len(frames)} packets in {secs:.3f} s = "
+                f"{got / secs:,.0f} pkt/s ({note})",
+                flush=True,
+            )
+    on, off = statistics.median(rates["on"]), statistics.median(rates["off"])
+    print(f"\nmedian rate: Symphony on {on:,.0f} pkt/s, off {off:,.0f} pkt/s")
+    print(
+        f"ratio on/off = {on / off:.3f}  (command: python bench/bmv2_rate.py "
+        f"--packets {args.packets} --rounds {args.rounds})"
+    )
+    sw.close()
+
+
+if __name__ == "__main__":
+    main()
