@@ -14,7 +14,7 @@ import pytest
 from symphony.api import server as api_server
 from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
-from symphony.config import ApiConfig, parse
+from symphony.config import parse
 from symphony.jobs.manager import JobManager
 from symphony.jobs.store import JobStore
 
