@@ -7,7 +7,7 @@
 
 #include "include/parser.p4"
 #include "include/forward.p4"
-#include "include/classify.p4"
+#include "../shared/classify.p4"
 #include "include/psn.p4"
 #include "include/job_state.p4"
 #include "include/throttle.p4"

@@ -1,4 +1,5 @@
-// SPEC 1 and 7: which job a packet belongs to, and that job's parameters.
+// SPEC 1 and 7: which job a packet belongs to, and that job's parameters. Target-neutral (no
+// externs), so both targets share it and their P4Info agree.
 control Classify(in headers_t hdr, inout symphony_meta_t meta) {
     // Opcode classes are protocol constants, not policy: a const table, read-only at runtime.
     // Only SEND and RDMA WRITE data packets of RC and UC are step traffic (docs/design.md).

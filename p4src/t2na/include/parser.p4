@@ -1,0 +1,76 @@
+// SPEC 1 on Tofino2: the same parse graph as v1model, after the intrinsic port metadata. The
+// egress parser needs only the bridge and the IPv4 header (ECN): the rest rides as payload.
+parser SymphonyIngressParser(packet_in pkt,
+                             out headers_t hdr,
+                             out ingress_meta_t meta,
+                             out ingress_intrinsic_metadata_t ig_intr_md) {
+    state start {
+        pkt.extract(ig_intr_md);
+        pkt.advance(PORT_METADATA_SIZE);
+        transition parse_ethernet;
+    }
+
+    state parse_ethernet {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+
+    // Only option-less, unfragmented IPv4 reaches UDP (see v1model/include/parser.p4).
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        transition select(hdr.ipv4.ihl, hdr.ipv4.flags[0:0], hdr.ipv4.frag_offset,
+                          hdr.ipv4.protocol) {
+            (5, 0, 0, IP_PROTO_UDP): parse_udp;
+            default: accept;
+        }
+    }
+
+    state parse_udp {
+        pkt.extract(hdr.udp);
+        transition select(hdr.udp.dst_port) {
+            UDP_PORT_ROCEV2: parse_bth;
+            default: accept;
+        }
+    }
+
+    state parse_bth {
+        pkt.extract(hdr.bth);
+        transition select(hdr.bth.opcode) {
+            RC_RDMA_WRITE_FIRST: parse_reth;
+            RC_RDMA_WRITE_ONLY: parse_reth;
+            RC_RDMA_WRITE_ONLY_IMM: parse_reth;
+            UC_RDMA_WRITE_FIRST: parse_reth;
+            UC_RDMA_WRITE_ONLY: parse_reth;
+            UC_RDMA_WRITE_ONLY_IMM: parse_reth;
+            default: accept;
+        }
+    }
+
+    state parse_reth {
+        pkt.extract(hdr.reth);
+        transition accept;
+    }
+}
+
+parser SymphonyEgressParser(packet_in pkt,
+                            out headers_t hdr,
+                            out egress_meta_t meta,
+                            out egress_intrinsic_metadata_t eg_intr_md) {
+    state start {
+        pkt.extract(eg_intr_md);
+        pkt.extract(meta.bridge);
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        transition accept;
+    }
+}

@@ -1,0 +1,38 @@
+// SPEC 6 on Tofino2: the ramp on the dequeue-time queue depth (in 80-byte cells on Tofino2),
+// from the same range entries as on bmv2 (model/tables.py::queue_mark_entries).
+control QueueMark(in headers_t hdr, inout egress_meta_t meta,
+                  in egress_intrinsic_metadata_t eg_intr_md) {
+    Counter<bit<32>, job_id_t>(MAX_JOBS, CounterType_t.PACKETS) marks;
+    Random<bit<24>>() coin;
+
+    action set_threshold(bit<32> value) {
+        meta.threshold = value;
+    }
+
+    action no_mark() {
+        meta.threshold = 0;
+    }
+
+    table queue_threshold {
+        key = {
+            eg_intr_md.egress_port: exact @name("egress_port");
+            eg_intr_md.deq_qdepth: range @name("deq_qdepth");
+        }
+        actions = { set_threshold; @defaultonly no_mark; }
+        default_action = no_mark();
+        size = QUEUE_TABLE_SIZE;
+    }
+
+    apply {
+        meta.threshold = 0;
+        if (hdr.ipv4.isValid()) {
+            queue_threshold.apply();
+        }
+        meta.coin = (bit<32>)coin.get();
+        meta.coin_diff = meta.threshold - meta.coin;
+        meta.queue_mark = meta.coin_diff != 0 && meta.coin_diff[31:31] == 0;
+        if (meta.queue_mark && meta.bridge.tracked == 1) {
+            marks.count(meta.bridge.job_id);
+        }
+    }
+}

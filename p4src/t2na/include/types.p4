@@ -1,0 +1,51 @@
+// Tofino-only metadata: the intermediate values the stateful ALUs and gateways need, which
+// v1model computes inline. Bridged from ingress to egress: what the egress needs to finish
+// SPEC 4.5 and 6 (the Symphony decision and the job for its queue-mark counter).
+header bridge_h {
+    bit<1>   tracked;
+    bit<1>   symphony_mark;
+    bit<6>   _pad;
+    job_id_t job_id;
+}
+
+struct tofino_meta_t {
+    bit<32> now;            // window clock: global timestamp in 1.024 us ticks
+    int<32> win_limit;      // now - T_win: a window closes when win_start <= win_limit
+    bit<1>  rollover;
+    bit<16> flow_slot;
+    bit<32> flow_key;       // sig:16 ++ step:16
+    bit<32> psn_plus;       // psn + 2^24: the flow lookup returns psn + 2^24 - base, never 0
+    bit<32> flow_rv;
+    step_t  step_plus_1;
+    step_t  old_step_min;
+    step_t  step_delta;     // step - old step_min (serial order from its top bit)
+    bit<1>  later;          // step serially later than the old step_min (an outpacing packet)
+    bit<1>  earlier;
+    psn_t   psn_rec_set;    // the value psn_rec is set to, when it is set
+    int<32> tau_inc;        // 256 * [outpacing] - tau_q8: the running form of eq. 5
+    int<32> old_score;
+    bit<32> old_total;
+    bit<32> total_floor;    // max(old cnt_total, N_sample): equal to old cnt_total iff >= N_sample
+    bit<8>  alpha_m1;
+    bit<8>  alpha_max_m1;
+    psn_t   warm_floor;     // max(psn_rec, N_warmup): equal to N_warmup iff psn_rec <= N_warmup
+    bit<32> lhs;
+    bit<32> d32;
+    bit<32> coin;
+    bit<32> coin_diff;      // threshold - coin: positive iff coin < threshold
+}
+
+struct ingress_meta_t {
+    symphony_meta_t s;
+    tofino_meta_t   t;
+    bridge_h        bridge;
+}
+
+struct egress_meta_t {
+    bridge_h bridge;
+    bit<32>  threshold;
+    bit<32>  coin;
+    bit<32>  coin_diff;
+    bool     queue_mark;
+    bool     ecn_changed;
+}
