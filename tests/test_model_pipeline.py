@@ -196,3 +196,59 @@ def test_register_encoding_round_trips() -> None:
 def test_flow_slot_is_in_range_and_signed() -> None:
     slot, sig = flow_slot(HOST_A, 0x123456)
     assert 0 <= slot < FLOW_SLOTS and sig & 0x8000
+
+
+# The Tofino2 variant (p4src/t2na) ---------------------------------------------------------
+
+
+def test_tofino_variant_agrees_with_bmv2_on_every_scenario() -> None:
+    """Run the same random sequences through both variants: identical state and decisions
+    while windows are short and hold fewer than 2^23 packets."""
+    import random
+
+    rng = random.Random(3)
+    for _ in range(30):
+        params = JobParams(
+            t_win_us=rng.choice([0.0, 50.0, 1e6]),
+            tau=rng.choice([0.0, 0.25, 0.7, 1.0]),
+            n_sample=rng.choice([1, 3, 8]),
+            n_warmup=2,
+            alpha_max=rng.choice([1, 4, 16]),
+            k=rng.choice([0.01, 1.0, 255.0]),
+        ).to_action_params()
+        b, t = Pipeline(), Pipeline(target="tofino2")
+        for pl in (b, t):
+            pl.install_job(JOB, params)
+        now = 0
+        for _ in range(200):
+            now += rng.randint(0, 40)
+            p = pkt(
+                rng.choice([WRITE_FIRST, WRITE_MIDDLE, WRITE_MIDDLE, WRITE_LAST]),
+                rng.randint(0, 3),
+                rng.randint(0, 300),
+                src=rng.choice([HOST_A, HOST_B]),
+            )
+            assert b.process(p, now) == t.process(p, now)
+            assert b.state(JOB) == t.state(JOB)
+
+
+def test_tofino_window_test_is_serial() -> None:
+    assert ar.window_closes(100, 0, 100) and ar.window_closes(100, 0, 100, serial=True)
+    assert not ar.window_closes(99, 0, 100, serial=True)
+    # Across the 32-bit wrap both agree.
+    assert ar.window_closes(5, 0xFFFFFFF0, 20) and ar.window_closes(5, 0xFFFFFFF0, 20, serial=True)
+    # A gap of 2^31 ticks or more is where they part: the documented Tofino limit.
+    assert ar.window_closes(1 << 31, 0, 100)
+    assert not ar.window_closes((1 << 31) + 200, 0, 100, serial=True)
+
+
+def test_tofino_running_eq5_equals_the_product_form() -> None:
+    import random
+
+    rng = random.Random(5)
+    for _ in range(2000):
+        total = rng.randint(1, 5000)
+        op = rng.randint(0, total)
+        tau_q8 = rng.randint(0, 256)
+        score = op * ar.tau_increment(True, tau_q8) + (total - op) * ar.tau_increment(False, tau_q8)
+        assert (score >= 0) == ar.window_raises_alpha(op, total, tau_q8)

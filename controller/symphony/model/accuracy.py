@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
 from symphony.model import arithmetic as ar
 
 P_FLOOR = 2.0**-12  # SPEC 5: the accuracy requirement applies for P >= 2^-12

@@ -136,6 +136,28 @@ def window_raises_alpha(cnt_op: int, cnt_total: int, tau_q8: int) -> bool:
     return cnt_op * TAU_ONE >= tau_q8 * cnt_total
 
 
+def window_closes(now: int, win_start: int, t_win: int, *, serial: bool = False) -> bool:
+    """SPEC 4.1's test `now - win_start >= T_win` on 32-bit timestamps.
+
+    bmv2 computes it unsigned (wrap-safe for any gap). Tofino's stateful ALU compares two
+    operands, so it tests win_start <= now - T_win as a serial (signed 32-bit) difference: the
+    same answer while the gap is below 2^31 ticks."""
+    if serial:
+        return wrap_int32(win_start - (now - t_win)) <= 0
+    return (now - win_start) & 0xFFFFFFFF >= t_win
+
+
+def wrap_int32(x: int) -> int:
+    x &= 0xFFFFFFFF
+    return x - (1 << 32) if x & 0x80000000 else x
+
+
+def tau_increment(outpacing: bool, tau_q8: int) -> int:
+    """Per-packet step of Tofino's running eq. 5: the sum over a window is
+    256 * cnt_op - tau_q8 * cnt_total, which is >= 0 exactly when eq. 5 holds."""
+    return TAU_ONE * outpacing - tau_q8
+
+
 def crc32(data: bytes) -> int:
     """bmv2's crc32 (reflected, init and final xor 0xFFFFFFFF): zlib's CRC-32."""
     import zlib

@@ -15,6 +15,7 @@ MAX_JOBS = 16384
 FLOW_SLOTS = 65536
 TIMESTAMP_MASK = (1 << 32) - 1
 COUNTER_MASK = (1 << 32) - 1
+TARGETS = ("bmv2", "tofino2")
 
 JOB_STATE = "SymphonyIngress.job_state"
 # State field -> register array on the switch (index = Job_ID). alpha is stored minus one so
@@ -161,6 +162,14 @@ class Pipeline:
     jobs: dict[int, JobState] = field(default_factory=dict)
     flows: dict[int, int] = field(default_factory=dict)
     flow_slots: int = FLOW_SLOTS
+    # "tofino2" computes the window test and eq. 5 the way p4src/t2na does (job_state.p4 there).
+    target: str = "bmv2"
+    # Tofino2 only: the running form of eq. 5, 256 * cnt_op - tau_q8 * cnt_total (int32).
+    tau_scores: dict[int, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.target not in TARGETS:
+            raise ValueError(f"target must be one of {TARGETS}, got {self.target!r}")
 
     def install_job(
         self, job_id: int, params: dict[str, int], *, tag: bool = True, hosts: tuple[int, ...] = ()
@@ -180,6 +189,7 @@ class Pipeline:
         self.job_by_src = {s: j for s, j in self.job_by_src.items() if j != job_id}
         self.job_params.pop(job_id, None)
         self.jobs.pop(job_id, None)
+        self.tau_scores.pop(job_id, None)
 
     def state(self, job_id: int) -> JobState:
         return self.jobs.get(job_id, JobState())
@@ -215,20 +225,30 @@ class Pipeline:
         s = pkt.step
         p = self.progress_in_step(pkt, bool(prm["psn_absolute"]))
 
+        tofino = self.target == "tofino2"
+        score = self.tau_scores.get(job, 0)
+
         # 1. Window rollover.
-        if (now - st.win_start) & TIMESTAMP_MASK >= prm["t_win"]:
+        if ar.window_closes(now, st.win_start, prm["t_win"], serial=tofino):
             if st.cnt_total >= prm["n_sample"]:
-                if ar.window_raises_alpha(st.cnt_op, st.cnt_total, prm["tau_q8"]):
+                if tofino:
+                    raises = score >= 0
+                else:
+                    raises = ar.window_raises_alpha(st.cnt_op, st.cnt_total, prm["tau_q8"])
+                if raises:
                     st.alpha = min(prm["alpha_max"], st.alpha + 1)
                 else:
                     st.alpha = max(1, st.alpha - 1)
-            st.cnt_total = st.cnt_op = st.psn_rec = 0
+            st.cnt_total = st.cnt_op = st.psn_rec = score = 0
             st.win_start = now & TIMESTAMP_MASK
 
         # 2. Traffic stats, against step_min before this packet's update.
+        later = ar.step_later(s, st.step_min)
         st.cnt_total = (st.cnt_total + 1) & COUNTER_MASK
-        if ar.step_later(s, st.step_min):
+        if later:
             st.cnt_op = (st.cnt_op + 1) & COUNTER_MASK
+        if tofino:
+            self.tau_scores[job] = ar.wrap_int32(score + ar.tau_increment(later, prm["tau_q8"]))
 
         # 3. Progress (Algorithm 1, lines 3-10).
         if is_last(pkt.opcode):
