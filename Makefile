@@ -71,7 +71,7 @@ bench: setup build
 	scripts/run_bench.sh
 
 shell:
-	scripts/p4rt_shell.sh
+	tools/p4shell.sh
 
 clean:
 	rm -rf $(BUILD) run

@@ -64,7 +64,7 @@ def test_tofino2_target_packs_from_files(tmp_path):
                           binary=tmp_path / "tofino2.bin", context=tmp_path / "context.json",
                           bfrt=tmp_path / "bf-rt.json", device_config_format="pi")
     t = target("tofino2")
-    assert t.tick_ns == 1
+    assert t.tick_ns == 1024  # global_tstamp >> 10 (p4src/t2na/symphony.p4)
     assert t.device_config(pipe) == tc.pack(PROGRAM, "pi")
     stratum = PipelineConfig(**{**pipe.__dict__, "device_config_format": "stratum"})
     assert t.device_config(stratum) == tc.pack(PROGRAM, "stratum")
