@@ -23,7 +23,7 @@ from pathlib import Path
 from symphony import packets as rp
 from symphony.model.params import JobParams
 from symphony.model.pipeline import COUNTERS, FLOW_REGISTER, REGISTERS
-from symphony.switch import testbed
+from symphony.switch import desired, testbed
 from symphony.switch.blocking import BlockingSwitch
 from symphony.switch.thrift_registers import Bmv2Thrift
 
@@ -100,7 +100,7 @@ def main() -> None:
     sw.delete_all()
     sw.write(testbed.base_entries())
     params = JobParams(k=0.01, n_warmup=4, n_sample=32).to_action_params(testbed.BMV2_TICK_NS)
-    job = testbed.job_entries(JOB, params)
+    job = desired.entries_for(JOB, params)
     frames = workload(args.packets)
     rates: dict[str, list[float]] = {"on": [], "off": []}
     for r in range(args.rounds):

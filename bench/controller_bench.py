@@ -51,8 +51,7 @@ async def lut_install_seconds() -> tuple[float, int]:
         pbs = [entries.encode(s, sw.p4info) for s in specs]
         t0 = time.perf_counter()
         for i in range(0, len(pbs), WRITE_BATCH):
-            await sw.write(entries.updates(finsy.proto.p4r.Update.INSERT,
-                                           pbs[i:i + WRITE_BATCH]))
+            await sw.write(entries.updates(finsy.proto.p4r.Update.INSERT, pbs[i : i + WRITE_BATCH]))
         return time.perf_counter() - t0, len(pbs)
 
 
@@ -84,17 +83,28 @@ ports = [{{ port = 0 }}, {{ port = 1 }}]
 routes = [{{ prefix = "10.0.1.0/24", port = 1 }}]
 """)
     log = open(tmp / "controller.log", "wb")  # noqa: SIM115 - lives as long as the daemon
-    proc = subprocess.Popen([sys.executable, "-m", "symphony.daemon", "--config",
-                             str(tmp / "c.toml"), "--log-level", "WARNING"],
-                            stdout=log, stderr=log)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "symphony.daemon",
+            "--config",
+            str(tmp / "c.toml"),
+            "--log-level",
+            "WARNING",
+        ],
+        stdout=log,
+        stderr=log,
+    )
     try:
         ch = grpc.insecure_channel(api)
         stub = pb_grpc.JobServiceStub(ch)
         t0 = time.monotonic()
         while True:
             try:
-                st = stub.SwitchStatus(pb.SwitchStatusRequest(), timeout=1,
-                                       wait_for_ready=True).switches[0]
+                st = stub.SwitchStatus(
+                    pb.SwitchStatusRequest(), timeout=1, wait_for_ready=True
+                ).switches[0]
                 if st.state == "ready":
                     break
             except grpc.RpcError:
@@ -106,9 +116,16 @@ routes = [{{ prefix = "10.0.1.0/24", port = 1 }}]
 
         def one(i: int) -> float:
             t = time.perf_counter()
-            r = stub.Allocate(pb.AllocateRequest(
-                request_key=f"bench-{i}", name=f"bench-{i}", mode="hosts",
-                hosts=[f"10.9.{i // 250}.{i % 250 + 1}"], switches=["s1"]), timeout=30)
+            r = stub.Allocate(
+                pb.AllocateRequest(
+                    request_key=f"bench-{i}",
+                    name=f"bench-{i}",
+                    mode="hosts",
+                    hosts=[f"10.9.{i // 250}.{i % 250 + 1}"],
+                    switches=["s1"],
+                ),
+                timeout=30,
+            )
             assert r.switches[0].status == "installed", r.switches[0].status
             return time.perf_counter() - t
 
@@ -127,13 +144,18 @@ routes = [{{ prefix = "10.0.1.0/24", port = 1 }}]
         return xs[min(len(xs) - 1, int(q * len(xs)))] * 1000
 
     print(f"$ {' '.join([Path(sys.executable).name, *sys.argv])}")
-    print(f"lookup tables: {lut_n} entries installed in {lut_s:.2f} s "
-          f"({lut_n / lut_s:.0f} entries/s)")
+    print(
+        f"lookup tables: {lut_n} entries installed in {lut_s:.2f} s ({lut_n / lut_s:.0f} entries/s)"
+    )
     print(f"controller start -> switch reconciled (pipeline + all tables): {first_ready_s:.2f} s")
-    print(f"allocate+install, sequential: p50 {pct(seq, 0.5):.1f} ms, p99 {pct(seq, 0.99):.1f} ms"
-          f" (n={len(seq)})")
-    print(f"allocate+install, {args.concurrency} concurrent clients: p50 {pct(lat, 0.5):.1f} ms,"
-          f" p99 {pct(lat, 0.99):.1f} ms, {args.jobs / wall:.0f} allocations/s (n={args.jobs})")
+    print(
+        f"allocate+install, sequential: p50 {pct(seq, 0.5):.1f} ms, p99 {pct(seq, 0.99):.1f} ms"
+        f" (n={len(seq)})"
+    )
+    print(
+        f"allocate+install, {args.concurrency} concurrent clients: p50 {pct(lat, 0.5):.1f} ms,"
+        f" p99 {pct(lat, 0.99):.1f} ms, {args.jobs / wall:.0f} allocations/s (n={args.jobs})"
+    )
     print(f"mean sequential latency {statistics.mean(seq) * 1000:.1f} ms")
 
 

@@ -36,7 +36,7 @@ from symphony.model.pipeline import (
 )
 from symphony.model.tables import TableEntrySpec
 from symphony.packets import parsed_view
-from symphony.switch import testbed
+from symphony.switch import desired, testbed
 from symphony.switch.blocking import BlockingSwitch
 from symphony.switch.thrift_registers import Bmv2Thrift
 
@@ -124,14 +124,14 @@ class SymphonyTest(BaseTest):
     ) -> dict[str, int]:
         """Tag and/or host entries plus the job's parameters, on the switch and in the model."""
         prm = (params or self.default_params()).to_action_params(TICK_NS)
-        self.write(testbed.job_entries(job_id, prm, tag=tag, hosts=hosts))
+        self.write(desired.entries_for(job_id, prm, tag=tag, hosts=hosts))
         self.model.install_job(job_id, prm, tag=tag, hosts=hosts)
         return prm
 
     def set_params(self, job_id: int, params: JobParams) -> None:
         """Change a job's parameters in place (modify), on the switch and in the model."""
         prm = params.to_action_params(TICK_NS)
-        self.sw.write(testbed.job_entries(job_id, prm, tag=False), kind="modify")
+        self.sw.write(desired.entries_for(job_id, prm, tag=False), kind="modify")
         self.model.job_params[job_id] = prm
 
     def set_window(self, job_id: int, t_win_us: float) -> None:

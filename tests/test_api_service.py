@@ -178,17 +178,18 @@ def test_unknown_job(api):
 def test_set_params_job_and_global(api):
     stub, srv = api
     r = alloc(stub)
-    out = stub.SetParams(pb.SetParamsRequest(job="resnet", params=pb.Params(tau=0.5)),
-                         timeout=10)
+    out = stub.SetParams(pb.SetParamsRequest(job="resnet", params=pb.Params(tau=0.5)), timeout=10)
     assert out.job.params.tau == 0.5 and out.job.effective.tau == 0.5
     out = stub.SetParams(pb.SetParamsRequest(params=pb.Params(alpha_max=8)), timeout=10)
     assert getattr(out, "global").alpha_max == 8
     got = stub.Get(pb.JobRef(job=str(r.job.job_id)), timeout=10)
     assert got.job.effective.alpha_max == 8 and got.job.effective.tau == 0.5
     before = (srv.store.list(), srv.store.global_params())
-    for req in (pb.SetParamsRequest(params=pb.Params(alpha_max=0)),
-                pb.SetParamsRequest(job="resnet", params=pb.Params(k=300.0)),
-                pb.SetParamsRequest(job="resnet")):
+    for req in (
+        pb.SetParamsRequest(params=pb.Params(alpha_max=0)),
+        pb.SetParamsRequest(job="resnet", params=pb.Params(k=300.0)),
+        pb.SetParamsRequest(job="resnet"),
+    ):
         with pytest.raises(grpc.RpcError) as err:
             stub.SetParams(req, timeout=10)
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -206,8 +207,9 @@ def test_token_required_when_configured(tmp_path):
                 with pytest.raises(grpc.RpcError) as err:
                     stub.List(pb.ListRequest(), metadata=md, timeout=10)
                 assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
-            ok = stub.List(pb.ListRequest(), metadata=[("authorization", "Bearer sesame")],
-                           timeout=10)
+            ok = stub.List(
+                pb.ListRequest(), metadata=[("authorization", "Bearer sesame")], timeout=10
+            )
             assert list(ok.jobs) == []
     finally:
         srv.close()
@@ -218,8 +220,26 @@ def test_symphonyctl_human_and_json(api, capsys):
 
     _, srv = api
     base = ["--api", srv.cfg.api.listen]
-    assert cli.main([*base, "job", "allocate", "--name", "bert", "--mode", "hosts",
-                     "--host", "10.2.0.1", "--switch", "s1", "--param", "k=0.05"]) == 0
+    assert (
+        cli.main(
+            [
+                *base,
+                "job",
+                "allocate",
+                "--name",
+                "bert",
+                "--mode",
+                "hosts",
+                "--host",
+                "10.2.0.1",
+                "--switch",
+                "s1",
+                "--param",
+                "k=0.05",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "allocated: Job_ID" in out and "k=0.05" in out
     assert cli.main([*base, "--json", "job", "list"]) == 0
@@ -233,8 +253,12 @@ def test_symphonyctl_human_and_json(api, capsys):
     assert shown["live"][0]["switch"] == "s1" and shown["live"][0]["available"] is False
     assert cli.main([*base, "params", "set", "tau=0.3"]) == 0
     assert "tau=0.3" in capsys.readouterr().out
-    assert cli.main([*base, "job", "allocate", "--name", "bad name", "--mode", "tag",
-                     "--switch", "s1"]) == 1
+    assert (
+        cli.main(
+            [*base, "job", "allocate", "--name", "bad name", "--mode", "tag", "--switch", "s1"]
+        )
+        == 1
+    )
     assert "INVALID_ARGUMENT: name:" in capsys.readouterr().err
     assert cli.main([*base, "switch", "status"]) == 0
     capsys.readouterr()

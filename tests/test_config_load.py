@@ -59,13 +59,22 @@ def test_example_config_loads(tmp_path):
     cfg = config.load(write_example(tmp_path))
     assert cfg.switch_names == ("s1",)
     s1 = cfg.switch("s1")
-    assert (s1.device_id, s1.target, s1.thrift_port, s1.thrift_host) == (0, "bmv2", 9090,
-                                                                         "127.0.0.1")
+    assert (s1.device_id, s1.target, s1.thrift_port, s1.thrift_host) == (
+        0,
+        "bmv2",
+        9090,
+        "127.0.0.1",
+    )
     assert [str(r.prefix) for r in s1.routes] == ["10.0.1.0/24", "10.0.2.0/24"]
     # Port 2 overrides k_min/k_max and inherits p_max from [queue_marking].
     p2 = s1.ports[1]
     assert (p2.port, p2.peer, p2.marking.k_min, p2.marking.k_max, p2.marking.p_max) == (
-        2, 1, 20, 80, 0.2)
+        2,
+        1,
+        20,
+        80,
+        0.2,
+    )
     assert cfg.database == tmp_path / "run/symphony.db"
     assert cfg.api.is_loopback
     assert cfg.defaults == {"k": 0.01, "tau": 0.25, "t_win_us": 100.0}
@@ -82,45 +91,81 @@ BAD = [
     ("switches[0].address", lambda r: sw(r).__setitem__("address", "nohost"), "host:port"),
     ("switches[0].address", lambda r: sw(r).__setitem__("address", "h:99999"), "TCP port"),
     ("switches[0].name", lambda r: sw(r).__setitem__("name", "bad name!"), "is not a name"),
-    ("switches[1].name", lambda r: r["switches"].append(dict(sw(r), address="127.0.0.1:9560")),
-     "duplicate switch name"),
-    ("switches[1].address", lambda r: r["switches"].append(dict(sw(r), name="s2")),
-     "is already switch"),
+    (
+        "switches[1].name",
+        lambda r: r["switches"].append(dict(sw(r), address="127.0.0.1:9560")),
+        "duplicate switch name",
+    ),
+    (
+        "switches[1].address",
+        lambda r: r["switches"].append(dict(sw(r), name="s2")),
+        "is already switch",
+    ),
     ("switches[0].target", lambda r: sw(r).__setitem__("target", "tofino9"), "must be one of"),
     ("switches[0].target", lambda r: sw(r).__setitem__("target", "tofino2"), "no [pipelines"),
     ("switches[0].device_id", lambda r: sw(r).__setitem__("device_id", -1), "must be in"),
     ("switches[0].device_id", lambda r: sw(r).__setitem__("device_id", "0"), "integer"),
-    ("switches[0].ports[1].port", lambda r: sw(r)["ports"][1].__setitem__("port", 1),
-     "duplicate port"),
-    ("switches[0].ports[0].peer", lambda r: sw(r)["ports"][0].__setitem__("peer", 7),
-     "not in ports"),
-    ("switches[0].ports[1].k_max", lambda r: sw(r)["ports"][1].__setitem__("k_max", 10),
-     "k_max"),
-    ("switches[0].ports[0].p_max", lambda r: sw(r)["ports"][0].__setitem__("p_max", 1.5),
-     "must be in"),
-    ("switches[0].routes[0].prefix", lambda r: sw(r)["routes"][0].__setitem__("prefix",
-                                                                            "10.0.1.1/24"),
-     "not an IPv4 prefix"),
-    ("switches[0].routes[1].port", lambda r: sw(r)["routes"][1].__setitem__("port", 9),
-     "not in ports"),
-    ("switches[0].routes[1].prefix", lambda r: sw(r)["routes"][1].__setitem__("prefix",
-                                                                            "10.0.1.0/24"),
-     "duplicate route"),
+    (
+        "switches[0].ports[1].port",
+        lambda r: sw(r)["ports"][1].__setitem__("port", 1),
+        "duplicate port",
+    ),
+    (
+        "switches[0].ports[0].peer",
+        lambda r: sw(r)["ports"][0].__setitem__("peer", 7),
+        "not in ports",
+    ),
+    ("switches[0].ports[1].k_max", lambda r: sw(r)["ports"][1].__setitem__("k_max", 10), "k_max"),
+    (
+        "switches[0].ports[0].p_max",
+        lambda r: sw(r)["ports"][0].__setitem__("p_max", 1.5),
+        "must be in",
+    ),
+    (
+        "switches[0].routes[0].prefix",
+        lambda r: sw(r)["routes"][0].__setitem__("prefix", "10.0.1.1/24"),
+        "not an IPv4 prefix",
+    ),
+    (
+        "switches[0].routes[1].port",
+        lambda r: sw(r)["routes"][1].__setitem__("port", 9),
+        "not in ports",
+    ),
+    (
+        "switches[0].routes[1].prefix",
+        lambda r: sw(r)["routes"][1].__setitem__("prefix", "10.0.1.0/24"),
+        "duplicate route",
+    ),
     ("defaults.k", lambda r: r["defaults"].__setitem__("k", -1.0), "k"),
     ("defaults.alpha_max", lambda r: r["defaults"].__setitem__("alpha_max", 999), "alpha_max"),
     ("defaults.bogus", lambda r: r["defaults"].__setitem__("bogus", 1), "unknown key"),
     ("defaults.n_warmup", lambda r: r["defaults"].__setitem__("n_warmup", 1.5), "wrong type"),
-    ("api.listen", lambda r: r["api"].__setitem__("listen", "0.0.0.0:50051"),
-     "not a loopback address"),
-    ("api.token_file", lambda r: r["api"].__setitem__("token_file", "missing.token"),
-     "does not exist"),
+    (
+        "api.listen",
+        lambda r: r["api"].__setitem__("listen", "0.0.0.0:50051"),
+        "not a loopback address",
+    ),
+    (
+        "api.token_file",
+        lambda r: r["api"].__setitem__("token_file", "missing.token"),
+        "does not exist",
+    ),
     ("api.tls_key", lambda r: r["api"].__setitem__("tls_cert", "x.pem"), "go together"),
-    ("pipelines.bmv2.p4info", lambda r: r["pipelines"]["bmv2"].__setitem__("p4info", "no.txt"),
-     "does not exist"),
-    ("controller.backoff_max_s", lambda r: r["controller"].__setitem__("backoff_max_s", 0.01),
-     "must be in"),
-    ("queue_marking.k_max", lambda r: r["queue_marking"].__setitem__("k_max", 1 << 20),
-     "must be in"),
+    (
+        "pipelines.bmv2.p4info",
+        lambda r: r["pipelines"]["bmv2"].__setitem__("p4info", "no.txt"),
+        "does not exist",
+    ),
+    (
+        "controller.backoff_max_s",
+        lambda r: r["controller"].__setitem__("backoff_max_s", 0.01),
+        "must be in",
+    ),
+    (
+        "queue_marking.k_max",
+        lambda r: r["queue_marking"].__setitem__("k_max", 1 << 20),
+        "must be in",
+    ),
 ]
 
 

@@ -30,8 +30,7 @@ def test_diff_deletes_modifies_inserts():
 
 def test_diff_of_equal_states_is_empty():
     a, b = te(1, b"\x01"), te(2, b"\x01")
-    assert not entries.diff(entries.index([a, b]), entries.index([te(2, b"\x01"),
-                                                                  te(1, b"\x01")]))
+    assert not entries.diff(entries.index([a, b]), entries.index([te(2, b"\x01"), te(1, b"\x01")]))
 
 
 def test_diff_defaults_are_modified_never_deleted():
@@ -65,9 +64,20 @@ def test_strip_for_compare_drops_read_only_fields():
 
 
 def job(mode, hosts=(), job_id=42):
-    return Job(uid=1, job_id=job_id, request_key="k", name="n", mode=mode, hosts=tuple(hosts),
-               switches=("s1",), params={}, state="active", pending=(), created_at=0.0,
-               released_at=None)
+    return Job(
+        uid=1,
+        job_id=job_id,
+        request_key="k",
+        name="n",
+        mode=mode,
+        hosts=tuple(hosts),
+        switches=("s1",),
+        params={},
+        state="active",
+        pending=(),
+        created_at=0.0,
+        released_at=None,
+    )
 
 
 def test_tag_job_entries():
@@ -80,10 +90,11 @@ def test_tag_job_entries():
 
 
 def test_hosts_job_entries_one_per_address():
-    specs = desired.job_entries(job("hosts", ["10.0.0.1", "192.168.1.2"], 9000),
-                                JobParams().to_action_params(1000))
+    specs = desired.job_entries(
+        job("hosts", ["10.0.0.1", "192.168.1.2"], 9000), JobParams().to_action_params(1000)
+    )
     srcs = [s for s in specs if s.table == desired.T_JOB_BY_SRC]
-    assert [s.match["hdr.ipv4.src_addr"] for s in srcs] == [0x0A000001, 0xC0A80102]
+    assert [s.match["src_addr"] for s in srcs] == [0x0A000001, 0xC0A80102]
     assert all(s.params == {"job_id": 9000} for s in srcs)
     # The parameters entry comes first so that a classified packet always finds it.
     assert specs[0].table == desired.T_JOB_PARAMS
@@ -98,10 +109,13 @@ def test_base_entries_cover_routes_ports_and_luts(tmp_path):
     cfg = config.load(write_example(tmp_path))
     base = desired.base_entries(cfg.switch("s1"))
     routes = [s for s in base if s.table == desired.T_IPV4_LPM]
-    assert [(r.match["hdr.ipv4.dst_addr"], r.params["port"]) for r in routes] == [
-        ((0x0A000100, 24), 1), ((0x0A000200, 24), 2)]
-    port_map = {s.match["standard_metadata.ingress_port"]: s.params["port"]
-                for s in base if s.table == desired.T_PORT_MAP}
+    assert [(r.match["dst_addr"], r.params["port"]) for r in routes] == [
+        ((0x0A000100, 24), 1),
+        ((0x0A000200, 24), 2),
+    ]
+    port_map = {
+        s.match["ingress_port"]: s.params["port"] for s in base if s.table == desired.T_PORT_MAP
+    }
     assert port_map == {1: 2, 2: 1}
     qm_ports = {s.match["egress_port"] for s in base if s.table == tables.QUEUE_THRESHOLD}
     assert qm_ports == {1, 2}

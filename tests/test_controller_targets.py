@@ -15,18 +15,24 @@ from symphony.switch import tofino_config as tc
 from symphony.switch.registers import P4RuntimeJobRegisters, ThriftJobRegisters
 from symphony.switch.targets import target
 
-PROGRAM = tc.TofinoProgram(name="symphony", binary=b"\x00BIN\xff" * 3, context=b'{"ctx": 1}',
-                           bfrt=b'{"tables": []}')
+PROGRAM = tc.TofinoProgram(
+    name="symphony", binary=b"\x00BIN\xff" * 3, context=b'{"ctx": 1}', bfrt=b'{"tables": []}'
+)
 
 
 def test_pi_format_is_three_length_prefixed_fields():
     blob = tc.pack(PROGRAM, "pi")
-    expected = (struct.pack("<i", 8) + b"symphony" + struct.pack("<i", 15) + PROGRAM.binary
-                + struct.pack("<i", 10) + PROGRAM.context)
+    expected = (
+        struct.pack("<i", 8)
+        + b"symphony"
+        + struct.pack("<i", 15)
+        + PROGRAM.binary
+        + struct.pack("<i", 10)
+        + PROGRAM.context
+    )
     assert blob == expected
     back = tc.unpack_pi(blob)
-    assert (back.name, back.binary, back.context) == (PROGRAM.name, PROGRAM.binary,
-                                                      PROGRAM.context)
+    assert (back.name, back.binary, back.context) == (PROGRAM.name, PROGRAM.binary, PROGRAM.context)
 
 
 @pytest.mark.parametrize("blob", [b"", b"\x08\x00\x00\x00sym", struct.pack("<i", -1)])
@@ -42,8 +48,11 @@ def test_stratum_format_is_bf_pipeline_config():
     assert msg.p4_name == "symphony" and msg.bfruntime_info == PROGRAM.bfrt
     assert len(msg.profiles) == 1
     prof = msg.profiles[0]
-    assert (prof.profile_name, prof.context, prof.binary) == ("pipe", PROGRAM.context,
-                                                              PROGRAM.binary)
+    assert (prof.profile_name, prof.context, prof.binary) == (
+        "pipe",
+        PROGRAM.context,
+        PROGRAM.binary,
+    )
     # Wire check against stratum's bf.proto field numbers: p4_name is field 1 (tag 0x0a),
     # bfruntime_info field 2 (0x12), profiles field 3 (0x1a).
     assert blob[0] == 0x0A and blob[1] == len("symphony")
@@ -60,9 +69,14 @@ def test_tofino2_target_packs_from_files(tmp_path):
     (tmp_path / "tofino2.bin").write_bytes(PROGRAM.binary)
     (tmp_path / "context.json").write_bytes(PROGRAM.context)
     (tmp_path / "bf-rt.json").write_bytes(PROGRAM.bfrt)
-    pipe = PipelineConfig(p4info=tmp_path / "p4info.txtpb", program_name="symphony",
-                          binary=tmp_path / "tofino2.bin", context=tmp_path / "context.json",
-                          bfrt=tmp_path / "bf-rt.json", device_config_format="pi")
+    pipe = PipelineConfig(
+        p4info=tmp_path / "p4info.txtpb",
+        program_name="symphony",
+        binary=tmp_path / "tofino2.bin",
+        context=tmp_path / "context.json",
+        bfrt=tmp_path / "bf-rt.json",
+        device_config_format="pi",
+    )
     t = target("tofino2")
     assert t.tick_ns == 1024  # global_tstamp >> 10 (p4src/t2na/symphony.p4)
     assert t.device_config(pipe) == tc.pack(PROGRAM, "pi")
@@ -86,27 +100,47 @@ class FakeP4RuntimeSwitch:
             if isinstance(r, P4RegisterEntry):
                 # finsy decodes names to the P4Info alias: give back the short one.
                 alias = r.register_id.split(".", 1)[1]
-                yield P4RegisterEntry(alias, index=r.index, data=self.regs.get((r.register_id,
-                                                                                 r.index), 0))
+                yield P4RegisterEntry(
+                    alias, index=r.index, data=self.regs.get((r.register_id, r.index), 0)
+                )
             else:
-                yield P4CounterEntry(r.counter_id, index=r.index,
-                                     data=P4CounterData(packet_count=self.counters.get((r.counter_id,
-                                                                              r.index), 0)))
+                yield P4CounterEntry(
+                    r.counter_id,
+                    index=r.index,
+                    data=P4CounterData(packet_count=self.counters.get((r.counter_id, r.index), 0)),
+                )
 
     async def write(self, updates):
         self.writes.extend(updates)
 
 
 def test_p4runtime_registers_read_decodes_job_state():
-    regs = {(REGISTERS["step_min"], 7): 12, (REGISTERS["psn_rec"], 7): 300,
-            (REGISTERS["alpha"], 7): 3, (REGISTERS["cnt_total"], 7): 40,
-            (REGISTERS["cnt_op"], 7): 9, (REGISTERS["win_start"], 7): 1234}
-    counters = {(COUNTERS["packets"], 7): 100, (COUNTERS["marks"], 7): 5,
-                (COUNTERS["queue_marks"], 7): 2}
+    regs = {
+        (REGISTERS["step_min"], 7): 12,
+        (REGISTERS["psn_rec"], 7): 300,
+        (REGISTERS["alpha"], 7): 3,
+        (REGISTERS["cnt_total"], 7): 40,
+        (REGISTERS["cnt_op"], 7): 9,
+        (REGISTERS["win_start"], 7): 1234,
+    }
+    counters = {
+        (COUNTERS["packets"], 7): 100,
+        (COUNTERS["marks"], 7): 5,
+        (COUNTERS["queue_marks"], 7): 2,
+    }
     sw = FakeP4RuntimeSwitch(regs, counters)
     got = asyncio.run(P4RuntimeJobRegisters(sw).read([7, 8]))
-    assert got[7] == JobState(step_min=12, psn_rec=300, alpha=4, cnt_total=40, cnt_op=9,
-                              win_start=1234, packets=100, marks=5, queue_marks=2)
+    assert got[7] == JobState(
+        step_min=12,
+        psn_rec=300,
+        alpha=4,
+        cnt_total=40,
+        cnt_op=9,
+        win_start=1234,
+        packets=100,
+        marks=5,
+        queue_marks=2,
+    )
     assert got[8] == JobState()  # all zero = the initial state, alpha 1
     # Only the two jobs' slots were read, never a wildcard over all MAX_JOBS slots.
     assert {r.index for r in sw.reads} == {7, 8}
@@ -117,8 +151,11 @@ def test_p4runtime_registers_reset_writes_zero_to_every_slot():
     asyncio.run(P4RuntimeJobRegisters(sw).reset([5]))
     regs = {(w.register_id, w.index, w.data) for w in sw.writes if isinstance(w, P4RegisterEntry)}
     assert regs == {(name, 5, 0) for name in REGISTERS.values()}
-    cnts = {(w.counter_id, w.index, w.data.packet_count, w.data.byte_count)
-            for w in sw.writes if isinstance(w, P4CounterEntry)}
+    cnts = {
+        (w.counter_id, w.index, w.data.packet_count, w.data.byte_count)
+        for w in sw.writes
+        if isinstance(w, P4CounterEntry)
+    }
     assert cnts == {(name, 5, 0, 0) for name in COUNTERS.values()}
 
 

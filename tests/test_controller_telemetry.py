@@ -32,8 +32,10 @@ class FakeManager:
         return [j for j in self.jobs if switch in j.switches], []
 
     def switch_status(self):
-        return [SimpleNamespace(name=n, state="ready" if s.is_ready else "down", connects=2,
-                                entries=10) for n, s in self.sessions.items()]
+        return [
+            SimpleNamespace(name=n, state="ready" if s.is_ready else "down", connects=2, entries=10)
+            for n, s in self.sessions.items()
+        ]
 
     def list(self):
         return [SimpleNamespace(state="active") for _ in self.jobs]
@@ -41,11 +43,14 @@ class FakeManager:
 
 def test_metrics_have_per_job_per_switch_series():
     job = SimpleNamespace(job_id=7, name="resnet", switches=("s1", "s2", "s3"))
-    mgr = FakeManager({
-        "s1": FakeSession({7: JobState(step_min=3, alpha=2, packets=40, marks=4)}),
-        "s2": FakeSession({}, fail=True),
-        "s3": FakeSession({}, ready=False),
-    }, [job])
+    mgr = FakeManager(
+        {
+            "s1": FakeSession({7: JobState(step_min=3, alpha=2, packets=40, marks=4)}),
+            "s2": FakeSession({}, fail=True),
+            "s3": FakeSession({}, ready=False),
+        },
+        [job],
+    )
     col = telemetry.SymphonyCollector(mgr)
     asyncio.run(telemetry.poll_once(mgr, col, {}))
     reg = CollectorRegistry()

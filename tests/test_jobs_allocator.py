@@ -14,8 +14,11 @@ from symphony.jobs.store import JobStore
 ids = st.integers(min_value=1, max_value=MAX_JOBS - 1)
 
 
-@given(used=st.sets(ids, max_size=300), mode=st.sampled_from(["tag", "hosts"]),
-       cursor=st.integers(min_value=0, max_value=MAX_JOBS))
+@given(
+    used=st.sets(ids, max_size=300),
+    mode=st.sampled_from(["tag", "hosts"]),
+    cursor=st.integers(min_value=0, max_value=MAX_JOBS),
+)
 def test_pick_returns_a_free_id_the_mode_can_use(used, mode, cursor):
     got = pick(used, mode, cursor)
     assert got is not None
@@ -76,8 +79,10 @@ class StoreMachine(RuleBasedStateMachine):
     def _live_ids(self):
         return {m["job_id"] for m in self.model.values() if m["state"] != "released"}
 
-    @rule(mode=st.sampled_from(["tag", "hosts"]),
-          switches=st.lists(st.sampled_from(SWITCHES), min_size=1, max_size=3, unique=True))
+    @rule(
+        mode=st.sampled_from(["tag", "hosts"]),
+        switches=st.lists(st.sampled_from(SWITCHES), min_size=1, max_size=3, unique=True),
+    )
     def allocate(self, mode, switches):
         self.n += 1
         key = f"k{self.n}"
@@ -85,25 +90,32 @@ class StoreMachine(RuleBasedStateMachine):
         job, created = self.store.allocate(key, f"job{self.n}", mode, hosts, switches, {})
         assert created
         assert job.job_id not in self._live_ids(), "Job_ID handed out twice"
-        self.model[key] = {"job_id": job.job_id, "state": "active", "switches": switches,
-                           "pending": set(), "uid": job.uid, "mode": mode, "hosts": hosts,
-                           "name": f"job{self.n}"}
+        self.model[key] = {
+            "job_id": job.job_id,
+            "state": "active",
+            "switches": switches,
+            "pending": set(),
+            "uid": job.uid,
+            "mode": mode,
+            "hosts": hosts,
+            "name": f"job{self.n}",
+        }
 
     @precondition(lambda self: self.model)
     @rule(data=st.data())
     def retry_allocate(self, data):
         key = data.draw(st.sampled_from(sorted(self.model)))
         m = self.model[key]
-        job, created = self.store.allocate(key, m["name"], m["mode"], m["hosts"], m["switches"],
-                                           {})
+        job, created = self.store.allocate(key, m["name"], m["mode"], m["hosts"], m["switches"], {})
         assert not created
         assert job.job_id == m["job_id"]
 
     @precondition(lambda self: any(m["state"] == "active" for m in self.model.values()))
     @rule(data=st.data())
     def release(self, data):
-        key = data.draw(st.sampled_from(sorted(k for k, m in self.model.items()
-                                               if m["state"] == "active")))
+        key = data.draw(
+            st.sampled_from(sorted(k for k, m in self.model.items() if m["state"] == "active"))
+        )
         m = self.model[key]
         job = self.store.release(m["job_id"])
         assert job.state == "releasing"
@@ -113,8 +125,9 @@ class StoreMachine(RuleBasedStateMachine):
     @precondition(lambda self: any(m["state"] == "releasing" for m in self.model.values()))
     @rule(data=st.data())
     def clear_one_switch(self, data):
-        key = data.draw(st.sampled_from(sorted(k for k, m in self.model.items()
-                                               if m["state"] == "releasing")))
+        key = data.draw(
+            st.sampled_from(sorted(k for k, m in self.model.items() if m["state"] == "releasing"))
+        )
         m = self.model[key]
         sw = data.draw(st.sampled_from(sorted(m["pending"])))
         job = self.store.mark_cleared(m["uid"], sw)

@@ -55,9 +55,17 @@ target = "bmv2"
 
 def start_daemon(cfg_path, log):
     return subprocess.Popen(
-        [sys.executable, "-m", "symphony.daemon", "--config", str(cfg_path),
-         "--log-level", "ERROR"],
-        stdout=log, stderr=log,
+        [
+            sys.executable,
+            "-m",
+            "symphony.daemon",
+            "--config",
+            str(cfg_path),
+            "--log-level",
+            "ERROR",
+        ],
+        stdout=log,
+        stderr=log,
     )
 
 
@@ -98,10 +106,14 @@ class Client:
                 else:
                     key = f"r{self.round}-{i}"
                     mode = self.rng.choice(["tag", "hosts"])
-                    hosts = ([f"10.{self.round % 250}.{i // 250}.{i % 250 + 1}"]
-                             if mode == "hosts" else [])
-                    req = pb.AllocateRequest(request_key=key, name=f"job-{key}", mode=mode,
-                                             hosts=hosts, switches=["s1"])
+                    hosts = (
+                        [f"10.{self.round % 250}.{i // 250}.{i % 250 + 1}"]
+                        if mode == "hosts"
+                        else []
+                    )
+                    req = pb.AllocateRequest(
+                        request_key=key, name=f"job-{key}", mode=mode, hosts=hosts, switches=["s1"]
+                    )
                     self.in_flight = req
                     reply = self.stub.Allocate(req, timeout=5)
                     self.in_flight = None
@@ -142,8 +154,10 @@ def test_kill_9_during_allocations_loses_nothing(tmp_path):
     in_flight = None
     active: list[int] = []
     kills = 0
-    with open(tmp_path / "daemon.log", "ab") as log, \
-            grpc.insecure_channel(f"127.0.0.1:{api_port}") as channel:
+    with (
+        open(tmp_path / "daemon.log", "ab") as log,
+        grpc.insecure_channel(f"127.0.0.1:{api_port}") as channel,
+    ):
         stub = pb_grpc.JobServiceStub(channel)
         for round_no in range(ROUNDS):
             proc = start_daemon(cfg, log)
@@ -157,11 +171,21 @@ def test_kill_9_during_allocations_loses_nothing(tmp_path):
                     in_flight = None
                 # Retried requests from earlier rounds still get their Job_ID.
                 for key in rng.sample(sorted(acked_alloc), min(3, len(acked_alloc))):
-                    job = next(j for j in stub.List(pb.ListRequest(include_released=True),
-                                                    timeout=5).jobs if j.request_key == key)
-                    retry = stub.Allocate(pb.AllocateRequest(
-                        request_key=key, name=job.name, mode=job.mode, hosts=job.hosts,
-                        switches=job.switches), timeout=5)
+                    job = next(
+                        j
+                        for j in stub.List(pb.ListRequest(include_released=True), timeout=5).jobs
+                        if j.request_key == key
+                    )
+                    retry = stub.Allocate(
+                        pb.AllocateRequest(
+                            request_key=key,
+                            name=job.name,
+                            mode=job.mode,
+                            hosts=job.hosts,
+                            switches=job.switches,
+                        ),
+                        timeout=5,
+                    )
                     assert not retry.created and retry.job.job_id == acked_alloc[key][0]
                 client = Client(stub, rng, round_no)
                 t = threading.Thread(target=client.run, args=(active,))

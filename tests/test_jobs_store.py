@@ -76,7 +76,9 @@ def test_database_refuses_duplicate_live_job_id(store):
         store._db.execute(
             "INSERT INTO jobs (job_id, request_key, request, name, mode, hosts, switches, params,"
             " state, created_at) VALUES (?, 'x', '{}', 'other', 'tag', '[]', '[]', '{}',"
-            " 'active', 0)", (job.job_id,))
+            " 'active', 0)",
+            (job.job_id,),
+        )
 
 
 def test_params_persist(tmp_path):

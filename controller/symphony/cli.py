@@ -65,8 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--host", action="append", default=[], help="IPv4 source (mode hosts)")
     a.add_argument("--switch", action="append", default=[], required=True)
     a.add_argument("--param", action="append", default=[], type=parse_param, metavar="NAME=VALUE")
-    a.add_argument("--request-key",
-                   help="idempotency key (default: ctl:<name>, so re-running is safe)")
+    a.add_argument(
+        "--request-key", help="idempotency key (default: ctl:<name>, so re-running is safe)"
+    )
     r = job.add_parser("release")
     r.add_argument("job")
     ls = job.add_parser("list")
@@ -112,9 +113,17 @@ def call(args: argparse.Namespace, stub: pb_grpc.JobServiceStub) -> Any:
     kw = {"timeout": args.timeout, "metadata": metadata(args)}
     g, c = args.group, args.cmd
     if (g, c) == ("job", "allocate"):
-        return stub.Allocate(pb.AllocateRequest(
-            request_key=args.request_key or f"ctl:{args.name}", name=args.name, mode=args.mode,
-            hosts=args.host, switches=args.switch, params=params_msg(args.param)), **kw)
+        return stub.Allocate(
+            pb.AllocateRequest(
+                request_key=args.request_key or f"ctl:{args.name}",
+                name=args.name,
+                mode=args.mode,
+                hosts=args.host,
+                switches=args.switch,
+                params=params_msg(args.param),
+            ),
+            **kw,
+        )
     if (g, c) == ("job", "release"):
         return stub.Release(pb.JobRef(job=args.job), **kw)
     if (g, c) == ("job", "list"):
@@ -124,12 +133,14 @@ def call(args: argparse.Namespace, stub: pb_grpc.JobServiceStub) -> Any:
     if (g, c) == ("switch", "status"):
         return stub.SwitchStatus(pb.SwitchStatusRequest(), **kw)
     if (g, c) == ("params", "set"):
-        return stub.SetParams(pb.SetParamsRequest(job=args.job, params=params_msg(args.values)),
-                              **kw)
+        return stub.SetParams(
+            pb.SetParamsRequest(job=args.job, params=params_msg(args.values)), **kw
+        )
     raise AssertionError((g, c))
 
 
 # ---- human output --------------------------------------------------------------------------
+
 
 def _params(p: pb.Params) -> str:
     d = json_format.MessageToDict(p, preserving_proto_field_name=True)
@@ -160,34 +171,45 @@ def render(args: argparse.Namespace, reply: Any) -> str:
     c = args.cmd
     out: list[str] = []
     if isinstance(reply, pb.JobReply):
-        verb = {"allocate": "allocated" if reply.created else "already allocated (same key)",
-                "release": "released" if reply.job.state == "released" else "releasing"}[c]
+        verb = {
+            "allocate": "allocated" if reply.created else "already allocated (same key)",
+            "release": "released" if reply.job.state == "released" else "releasing",
+        }[c]
         out.append(f"{verb}: Job_ID {reply.job.job_id}")
         out += render_job(reply.job)
         out += [f"  {s.switch}: {s.status}" for s in reply.switches]
     elif isinstance(reply, pb.ListReply):
         out.append(f"{'JOB_ID':>6}  {'NAME':<24} {'MODE':<5} {'STATE':<9} SWITCHES")
         for j in reply.jobs:
-            out.append(f"{j.job_id:>6}  {j.name:<24} {j.mode:<5} {j.state:<9} "
-                       f"{','.join(j.switches)}")
+            out.append(
+                f"{j.job_id:>6}  {j.name:<24} {j.mode:<5} {j.state:<9} {','.join(j.switches)}"
+            )
     elif isinstance(reply, pb.GetReply):
         out += render_job(reply.job)
-        out.append(f"  {'SWITCH':<12} {'STEP_MIN':>8} {'PSN_REC':>8} {'ALPHA':>5} "
-                   f"{'CNT_TOT':>8} {'CNT_OP':>8} {'PACKETS':>9} {'MARKS':>7} {'Q_MARKS':>7}")
+        out.append(
+            f"  {'SWITCH':<12} {'STEP_MIN':>8} {'PSN_REC':>8} {'ALPHA':>5} "
+            f"{'CNT_TOT':>8} {'CNT_OP':>8} {'PACKETS':>9} {'MARKS':>7} {'Q_MARKS':>7}"
+        )
         for s in reply.live:
             if not s.available:
                 out.append(f"  {s.switch:<12} {s.error}")
                 continue
-            out.append(f"  {s.switch:<12} {s.step_min:>8} {s.psn_rec:>8} {s.alpha:>5} "
-                       f"{s.cnt_total:>8} {s.cnt_op:>8} {s.packets:>9} {s.marks:>7} "
-                       f"{s.queue_marks:>7}")
+            out.append(
+                f"  {s.switch:<12} {s.step_min:>8} {s.psn_rec:>8} {s.alpha:>5} "
+                f"{s.cnt_total:>8} {s.cnt_op:>8} {s.packets:>9} {s.marks:>7} "
+                f"{s.queue_marks:>7}"
+            )
     elif isinstance(reply, pb.SwitchStatusReply):
-        out.append(f"{'SWITCH':<12} {'TARGET':<8} {'STATE':<12} {'ENTRIES':>7} {'JOBS':>5} "
-                   f"{'CONNECTS':>8}  ADDRESS / LAST ERROR")
+        out.append(
+            f"{'SWITCH':<12} {'TARGET':<8} {'STATE':<12} {'ENTRIES':>7} {'JOBS':>5} "
+            f"{'CONNECTS':>8}  ADDRESS / LAST ERROR"
+        )
         for s in reply.switches:
-            out.append(f"{s.name:<12} {s.target:<8} {s.state:<12} {s.entries:>7} {s.jobs:>5} "
-                       f"{s.connects:>8}  {s.address}"
-                       + (f"  ({s.last_error})" if s.last_error and s.state != "ready" else ""))
+            out.append(
+                f"{s.name:<12} {s.target:<8} {s.state:<12} {s.entries:>7} {s.jobs:>5} "
+                f"{s.connects:>8}  {s.address}"
+                + (f"  ({s.last_error})" if s.last_error and s.state != "ready" else "")
+            )
     elif isinstance(reply, pb.SetParamsReply):
         if reply.HasField("job"):
             out.append("job parameters set")
@@ -213,8 +235,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"symphonyctl: {code.name}: {detail}", file=sys.stderr)
             return 1
     if args.json:
-        print(json_format.MessageToJson(reply, preserving_proto_field_name=True,
-                                        always_print_fields_with_no_presence=True))
+        print(
+            json_format.MessageToJson(
+                reply, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+            )
+        )
     else:
         print(render(args, reply))
     return 0

@@ -171,12 +171,21 @@ def parse(raw: Mapping[str, Any], base_dir: Path = Path(".")) -> Config:
     """Check a decoded config; relative paths are relative to ``base_dir`` (the file's folder)."""
     r = _Reader(raw, "", base_dir)
     r.only_keys(
-        "database", "switches", "pipelines", "defaults", "queue_marking", "api", "metrics",
+        "database",
+        "switches",
+        "pipelines",
+        "defaults",
+        "queue_marking",
+        "api",
+        "metrics",
         "controller",
     )
     ctl = r.table("controller")
     ctl.only_keys(
-        "reconcile_interval_s", "install_timeout_s", "telemetry_interval_s", "backoff_initial_s",
+        "reconcile_interval_s",
+        "install_timeout_s",
+        "telemetry_interval_s",
+        "backoff_initial_s",
         "backoff_max_s",
     )
     database = r.path("database", required=True)
@@ -260,7 +269,13 @@ def _switches(
     out = []
     for sw in items:
         sw.only_keys(
-            "name", "address", "device_id", "target", "thrift_port", "thrift_host", "ports",
+            "name",
+            "address",
+            "device_id",
+            "target",
+            "thrift_port",
+            "thrift_host",
+            "ports",
             "routes",
         )
         name = sw.name("name")
@@ -290,8 +305,9 @@ def _switches(
                 raise ConfigError(p.at("port"), f"duplicate port {number}")
             port_numbers.add(number)
             peer = p.integer("peer", None, lo=0, hi=PORT_MAX)
-            ports.append(PortConfig(number, _queue_marking(p, dataclasses.asdict(qm_defaults)),
-                                    peer))
+            ports.append(
+                PortConfig(number, _queue_marking(p, dataclasses.asdict(qm_defaults)), peer)
+            )
         for p in ports:
             if p.peer is not None and p.peer not in port_numbers:
                 idx = ports.index(p)
@@ -308,11 +324,18 @@ def _switches(
             if any(x.prefix == prefix for x in routes):
                 raise ConfigError(rt.at("prefix"), f"duplicate route {prefix}")
             routes.append(Route(prefix, port))
-        out.append(SwitchConfig(
-            name=name, address=address, device_id=device_id, target=target,
-            thrift_port=thrift_port, thrift_host=thrift_host, ports=tuple(ports),
-            routes=tuple(routes),
-        ))
+        out.append(
+            SwitchConfig(
+                name=name,
+                address=address,
+                device_id=device_id,
+                target=target,
+                thrift_port=thrift_port,
+                thrift_host=thrift_host,
+                ports=tuple(ports),
+                routes=tuple(routes),
+            )
+        )
     return tuple(out)
 
 

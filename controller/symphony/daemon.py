@@ -77,12 +77,17 @@ async def run(cfg: Config, stop: asyncio.Event | None = None) -> None:
     collector = telemetry.SymphonyCollector(manager)
     metrics = telemetry.serve(collector, cfg.metrics_listen)
     grpc_server = await api_server.start(manager, cfg.api)
-    tasks = [asyncio.create_task(s.run(), name=f"session:{n}")
-             for n, s in manager.sessions.items()]
-    tasks.append(asyncio.create_task(
-        telemetry.poll(manager, collector, cfg.telemetry_interval_s), name="telemetry"))
-    LOG.info("symphony-controller running: %d switch(es), %d live job(s)",
-             len(cfg.switches), len(manager.list()))
+    tasks = [asyncio.create_task(s.run(), name=f"session:{n}") for n, s in manager.sessions.items()]
+    tasks.append(
+        asyncio.create_task(
+            telemetry.poll(manager, collector, cfg.telemetry_interval_s), name="telemetry"
+        )
+    )
+    LOG.info(
+        "symphony-controller running: %d switch(es), %d live job(s)",
+        len(cfg.switches),
+        len(manager.list()),
+    )
     try:
         await stop.wait()
     finally:

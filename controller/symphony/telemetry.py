@@ -30,8 +30,11 @@ JOB_SERIES: dict[str, tuple[str, str, bool]] = {
     "psn_rec": ("symphony_job_psn_rec", "Progress of the slowest step (psn_rec).", False),
     "alpha": ("symphony_job_alpha", "Marking aggressiveness alpha.", False),
     "cnt_total": ("symphony_job_window_packets", "Packets in the current window.", False),
-    "cnt_op": ("symphony_job_window_ahead_packets",
-               "Packets of a later step than step_min in the current window.", False),
+    "cnt_op": (
+        "symphony_job_window_ahead_packets",
+        "Packets of a later step than step_min in the current window.",
+        False,
+    ),
     "packets": ("symphony_job_packets", "Packets of the job seen by the switch.", True),
     "marks": ("symphony_job_symphony_marks", "Symphony mark decisions.", True),
     "queue_marks": ("symphony_job_queue_marks", "Queue-depth mark decisions.", True),
@@ -69,19 +72,28 @@ class SymphonyCollector(Collector):
                 fam.add_metric([str(job_id), job_name, sw], values[f])
         yield from families.values()
 
-        errors = CounterMetricFamily("symphony_telemetry_read_errors",
-                                     "Failed reads of job state, per switch.", labels=["switch"])
+        errors = CounterMetricFamily(
+            "symphony_telemetry_read_errors",
+            "Failed reads of job state, per switch.",
+            labels=["switch"],
+        )
         for sw, n in sorted(snap.read_errors.items()):
             errors.add_metric([sw], n)
         yield errors
 
-        up = GaugeMetricFamily("symphony_switch_up",
-                               "1 when the switch is connected and reconciled.", labels=["switch"])
-        connects = CounterMetricFamily("symphony_switch_connects",
-                                       "P4Runtime connections made.", labels=["switch"])
-        entries = GaugeMetricFamily("symphony_switch_entries",
-                                    "Table entries the controller keeps on the switch.",
-                                    labels=["switch"])
+        up = GaugeMetricFamily(
+            "symphony_switch_up",
+            "1 when the switch is connected and reconciled.",
+            labels=["switch"],
+        )
+        connects = CounterMetricFamily(
+            "symphony_switch_connects", "P4Runtime connections made.", labels=["switch"]
+        )
+        entries = GaugeMetricFamily(
+            "symphony_switch_entries",
+            "Table entries the controller keeps on the switch.",
+            labels=["switch"],
+        )
         for s in self.manager.switch_status():
             up.add_metric([s.name], 1.0 if s.state == "ready" else 0.0)
             connects.add_metric([s.name], s.connects)
@@ -105,8 +117,9 @@ async def poll(manager: JobManager, collector: SymphonyCollector, interval: floa
         await asyncio.sleep(interval)
 
 
-async def poll_once(manager: JobManager, collector: SymphonyCollector,
-                    errors: dict[str, int]) -> None:
+async def poll_once(
+    manager: JobManager, collector: SymphonyCollector, errors: dict[str, int]
+) -> None:
     snap = Snapshot(read_errors=errors)
     for name, session in manager.sessions.items():
         if not session.is_ready:

@@ -25,7 +25,8 @@ BUILD = ROOT / "build/bmv2"
 P4INFO = BUILD / "symphony.p4info.txtpb"
 BMV2_JSON = BUILD / "symphony.json"
 SWITCH = shutil.which("simple_switch_grpc") or shutil.which(
-    "simple_switch_grpc", path="/opt/p4/bin")
+    "simple_switch_grpc", path="/opt/p4/bin"
+)
 
 
 def _missing() -> str | None:
@@ -38,8 +39,10 @@ def _missing() -> str | None:
     return None
 
 
-pytestmark = [pytest.mark.bmv2, pytest.mark.skipif(_missing() is not None,
-                                                  reason=f"bmv2 test skipped: {_missing()}")]
+pytestmark = [
+    pytest.mark.bmv2,
+    pytest.mark.skipif(_missing() is not None, reason=f"bmv2 test skipped: {_missing()}"),
+]
 
 
 def free_port() -> int:
@@ -49,8 +52,12 @@ def free_port() -> int:
 
 
 def bmv2(action: str) -> None:
-    subprocess.run(["bash", str(ROOT / f"bmv2_env/{action}.sh")], check=True, cwd=ROOT,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        ["bash", str(ROOT / f"bmv2_env/{action}.sh")],
+        check=True,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 class Controller:
@@ -86,7 +93,9 @@ routes = [{{ prefix = "10.0.0.0/24", port = 0 }}, {{ prefix = "10.0.1.0/24", por
         self.log = open(self.tmp / "controller.log", "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "symphony.daemon", "--config", str(self.cfg)],
-            stdout=self.log, stderr=self.log)
+            stdout=self.log,
+            stderr=self.log,
+        )
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -97,7 +106,10 @@ routes = [{{ prefix = "10.0.0.0/24", port = 0 }}, {{ prefix = "10.0.1.0/24", por
     def ctl(self, *args: str) -> dict:
         out = subprocess.run(
             [sys.executable, "-m", "symphony.cli", "--api", self.api, "--json", *args],
-            capture_output=True, text=True, timeout=60)
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert out.returncode == 0, out.stdout + out.stderr
         return json.loads(out.stdout)
 
@@ -122,8 +134,10 @@ async def _read_entries() -> set[bytes]:
 
     opts = finsy.SwitchOptions(p4info=P4INFO, device_id=0, initial_election_id=1)
     async with finsy.Switch("reader", "127.0.0.1:9559", opts) as sw:
-        return {e.encode(sw.p4info).SerializeToString(deterministic=True)
-                async for e in sw.read(P4TableEntry())}
+        return {
+            e.encode(sw.p4info).SerializeToString(deterministic=True)
+            async for e in sw.read(P4TableEntry())
+        }
 
 
 def entries_on_switch() -> set[bytes]:
@@ -135,8 +149,10 @@ def send_tagged(job_id: int, steps=(5, 5, 5)) -> None:
 
     from symphony.packets import rocev2
 
-    pkts = [rocev2(opcode=0x07, step=s, psn=i, tag=job_id, src="10.0.0.1", dst="10.0.1.1")
-            for i, s in enumerate(steps)]  # RDMA WRITE MIDDLE: no step completion
+    pkts = [
+        rocev2(opcode=0x07, step=s, psn=i, tag=job_id, src="10.0.0.1", dst="10.0.1.1")
+        for i, s in enumerate(steps)
+    ]  # RDMA WRITE MIDDLE: no step completion
     sendp(pkts, iface="veth1", verbose=False)
 
 
@@ -184,8 +200,18 @@ def test_allocate_tracks_packets_and_release_clears(setup):
 
 def test_bmv2_restart_is_reconciled(setup):
     ctl = setup
-    ctl.ctl("job", "allocate", "--name", "survivor", "--mode", "hosts", "--host", "10.0.0.1",
-            "--switch", "s1")
+    ctl.ctl(
+        "job",
+        "allocate",
+        "--name",
+        "survivor",
+        "--mode",
+        "hosts",
+        "--host",
+        "10.0.0.1",
+        "--switch",
+        "s1",
+    )
     before = entries_on_switch()
     bmv2("stop")
     bmv2("start")

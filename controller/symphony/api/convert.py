@@ -27,10 +27,17 @@ def params_to_pb(values: Mapping[str, Any]) -> pb.Params:
 
 def job_to_pb(job: Job, effective: Any | None = None) -> pb.Job:
     msg = pb.Job(
-        job_id=job.job_id, name=job.name, mode=job.mode, hosts=list(job.hosts),
-        switches=list(job.switches), params=params_to_pb(job.params), state=job.state,
-        pending=list(job.pending), created_at=job.created_at,
-        released_at=job.released_at or 0.0, request_key=job.request_key,
+        job_id=job.job_id,
+        name=job.name,
+        mode=job.mode,
+        hosts=list(job.hosts),
+        switches=list(job.switches),
+        params=params_to_pb(job.params),
+        state=job.state,
+        pending=list(job.pending),
+        created_at=job.created_at,
+        released_at=job.released_at or 0.0,
+        request_key=job.request_key,
     )
     if effective is not None:
         msg.effective.CopyFrom(params_to_pb(asdict(effective)))

@@ -14,10 +14,15 @@ def main() -> None:
 
     api = Path(__file__).resolve().parent
     root = api.parent.parent  # controller/: the proto's import path is symphony/api/...
-    rc = protoc.main([
-        "protoc", f"-I{root}", f"--python_out={root}", f"--grpc_python_out={root}",
-        str(api / "symphony.proto"),
-    ])
+    rc = protoc.main(
+        [
+            "protoc",
+            f"-I{root}",
+            f"--python_out={root}",
+            f"--grpc_python_out={root}",
+            str(api / "symphony.proto"),
+        ]
+    )
     if rc != 0:
         raise SystemExit(rc)
 

@@ -57,14 +57,21 @@ class JobService(pb_grpc.JobServiceServicer):
         return convert.job_to_pb(job, effective)
 
     def _reply(self, out: Outcome) -> pb.JobReply:
-        return pb.JobReply(job=self._job(out.job), created=out.created,
-                           switches=convert.switch_results(out.switches))
+        return pb.JobReply(
+            job=self._job(out.job),
+            created=out.created,
+            switches=convert.switch_results(out.switches),
+        )
 
     @_errors
     async def Allocate(self, request: pb.AllocateRequest, context: Any) -> pb.JobReply:
         out = await self.m.allocate(
-            request.request_key, request.name, request.mode, list(request.hosts),
-            list(request.switches), convert.params_from_pb(request.params),
+            request.request_key,
+            request.name,
+            request.mode,
+            list(request.hosts),
+            list(request.switches),
+            convert.params_from_pb(request.params),
         )
         return self._reply(out)
 
@@ -80,8 +87,9 @@ class JobService(pb_grpc.JobServiceServicer):
     async def Get(self, request: pb.JobRef, context: Any) -> pb.GetReply:
         job = self.m.find(request.job)
         live = await self.m.live_state(job)
-        return pb.GetReply(job=self._job(job),
-                           live=[convert.live_to_pb(sw, st) for sw, st in live.items()])
+        return pb.GetReply(
+            job=self._job(job), live=[convert.live_to_pb(sw, st) for sw, st in live.items()]
+        )
 
     @_errors
     async def SetParams(self, request: pb.SetParamsRequest, context: Any) -> pb.SetParamsReply:
@@ -99,12 +107,21 @@ class JobService(pb_grpc.JobServiceServicer):
     async def SwitchStatus(self, request: Any, context: Any) -> pb.SwitchStatusReply:
         out = []
         for s in self.m.switch_status():
-            out.append(pb.SwitchInfo(
-                name=s.name, address=s.address, target=s.target, state=s.state,
-                connected_since=s.connected_since or 0.0, last_error=s.last_error,
-                connects=s.connects, last_reconcile=s.last_reconcile or 0.0,
-                last_reconcile_changes=s.last_reconcile_changes, entries=s.entries, jobs=s.jobs,
-            ))
+            out.append(
+                pb.SwitchInfo(
+                    name=s.name,
+                    address=s.address,
+                    target=s.target,
+                    state=s.state,
+                    connected_since=s.connected_since or 0.0,
+                    last_error=s.last_error,
+                    connects=s.connects,
+                    last_reconcile=s.last_reconcile or 0.0,
+                    last_reconcile_changes=s.last_reconcile_changes,
+                    entries=s.entries,
+                    jobs=s.jobs,
+                )
+            )
         return pb.SwitchStatusReply(switches=out)
 
 

@@ -52,12 +52,16 @@ class JobManager:
             if job.state == "releasing":
                 for sw in job.pending:
                     if sw not in known:
-                        LOG.warning("job %d: switch %s left the config; counted as cleared",
-                                    job.job_id, sw)
+                        LOG.warning(
+                            "job %d: switch %s left the config; counted as cleared", job.job_id, sw
+                        )
                         self.store.mark_cleared(job.uid, sw)
             elif set(job.switches) - known:
-                LOG.warning("job %d: switches %s are not in the config", job.job_id,
-                            ", ".join(sorted(set(job.switches) - known)))
+                LOG.warning(
+                    "job %d: switches %s are not in the config",
+                    job.job_id,
+                    ", ".join(sorted(set(job.switches) - known)),
+                )
 
     # ---- what the switch sessions ask (DesiredSource) ----------------------------------------
 
@@ -163,20 +167,23 @@ class JobManager:
             return None
         job = self.find(ref)
         async with self._write_lock:
-            self._effective_or_invalid(self.store.global_params(), {**job.params, **clean},
-                                       "params")
+            self._effective_or_invalid(
+                self.store.global_params(), {**job.params, **clean}, "params"
+            )
             self._check_targets({**job.params, **clean}, job.switches)
             job = self.store.set_job_params(job.job_id, clean)
         return Outcome(job, False, await self._sync(job.switches))
 
     def switch_status(self) -> list[Any]:
-        return [self.sessions[name].status for name in self.config.switch_names
-                if name in self.sessions]
+        return [
+            self.sessions[name].status for name in self.config.switch_names if name in self.sessions
+        ]
 
     # ---- helpers -----------------------------------------------------------------------------
 
-    def _effective_or_invalid(self, global_params: Mapping[str, Any], job: Mapping[str, Any],
-                              where: str) -> None:
+    def _effective_or_invalid(
+        self, global_params: Mapping[str, Any], job: Mapping[str, Any], where: str
+    ) -> None:
         try:
             job_params.effective(self.config.defaults, global_params, job)
         except ValueError as exc:

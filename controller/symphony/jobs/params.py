@@ -73,4 +73,4 @@ def effective(*layers: Mapping[str, Any]) -> Any:
 def _reason(name: str, exc: ValueError) -> str:
     """The model's message without its own "field: " prefix (the caller adds the full path)."""
     text = str(exc)
-    return text[len(name) + 2:] if text.startswith(f"{name}: ") else text
+    return text[len(name) + 2 :] if text.startswith(f"{name}: ") else text

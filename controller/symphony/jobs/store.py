@@ -81,8 +81,13 @@ def canonical_request(
     name: str, mode: str, hosts: Iterable[str], switches: Iterable[str], params: Mapping[str, Any]
 ) -> str:
     return json.dumps(
-        {"name": name, "mode": mode, "hosts": sorted(hosts), "switches": list(switches),
-         "params": dict(params)},
+        {
+            "name": name,
+            "mode": mode,
+            "hosts": sorted(hosts),
+            "switches": list(switches),
+            "params": dict(params),
+        },
         sort_keys=True,
     )
 
@@ -169,7 +174,8 @@ class JobStore:
             if row is not None:
                 if row["request"] != request:
                     raise JobError(
-                        Kind.CONFLICT, "request_key",
+                        Kind.CONFLICT,
+                        "request_key",
                         f"{request_key!r} was used for a different request (job "
                         f"{row['job_id']} {row['name']!r})",
                     )
@@ -184,7 +190,8 @@ class JobStore:
                 clash = set(job.hosts) & set(hosts) if job.mode == mode == "hosts" else set()
                 if clash:
                     raise JobError(
-                        Kind.CONFLICT, "hosts",
+                        Kind.CONFLICT,
+                        "hosts",
                         f"{', '.join(sorted(clash))} already belong to job {job.job_id}",
                     )
             cursor = self._global(db, CURSOR_KEY, 0)
@@ -197,8 +204,17 @@ class JobStore:
             cur = db.execute(
                 "INSERT INTO jobs (job_id, request_key, request, name, mode, hosts, switches,"
                 " params, state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', ?)",
-                (job_id, request_key, request, name, mode, json.dumps(list(hosts)),
-                 json.dumps(list(switches)), json.dumps(dict(params), sort_keys=True), now),
+                (
+                    job_id,
+                    request_key,
+                    request,
+                    name,
+                    mode,
+                    json.dumps(list(hosts)),
+                    json.dumps(list(switches)),
+                    json.dumps(dict(params), sort_keys=True),
+                    now,
+                ),
             )
             self._set_global(db, CURSOR_KEY, job_id)
             row = db.execute("SELECT * FROM jobs WHERE uid = ?", (cur.lastrowid,)).fetchone()
@@ -231,13 +247,12 @@ class JobStore:
                 return _job(row)
             pending = [s for s in json.loads(row["pending"]) if s != switch]
             if pending:
-                db.execute(
-                    "UPDATE jobs SET pending = ? WHERE uid = ?", (json.dumps(pending), uid)
-                )
+                db.execute("UPDATE jobs SET pending = ? WHERE uid = ?", (json.dumps(pending), uid))
             else:
                 db.execute(
                     "UPDATE jobs SET pending = '[]', state = 'released', released_at = ?"
-                    " WHERE uid = ?", (time.time(), uid),
+                    " WHERE uid = ?",
+                    (time.time(), uid),
                 )
             return _job(db.execute("SELECT * FROM jobs WHERE uid = ?", (uid,)).fetchone())
 

@@ -22,8 +22,11 @@ MAX_HOSTS = 4096
 
 def name(value: str, field: str = "name") -> str:
     if not NAME_RE.match(value or ""):
-        raise invalid(field, f"{value!r} is not a name (letters, digits, . _ -; 1-63 chars, "
-                             "starting with a letter or digit)")
+        raise invalid(
+            field,
+            f"{value!r} is not a name (letters, digits, . _ -; 1-63 chars, "
+            "starting with a letter or digit)",
+        )
     return value
 
 
@@ -95,5 +98,14 @@ def params(values: Mapping[str, Any]) -> dict[str, Any]:
         raise invalid(f"params.{exc.field}", exc.reason) from exc
 
 
-__all__ = ["JobError", "hosts", "ipv4_host", "job_id", "mode", "name", "params", "request_key",
-           "switches"]
+__all__ = [
+    "JobError",
+    "hosts",
+    "ipv4_host",
+    "job_id",
+    "mode",
+    "name",
+    "params",
+    "request_key",
+    "switches",
+]

@@ -40,20 +40,24 @@ def base_entries(sw: SwitchConfig) -> list[Any]:
     out: list[Any] = []
     for route in sw.routes:
         prefix = (int(route.prefix.network_address), route.prefix.prefixlen)
-        out.append(spec(
-            table=T_IPV4_LPM,
-            match={"hdr.ipv4.dst_addr": prefix},
-            action=A_SET_EGRESS,
-            params={"port": route.port},
-        ))
+        out.append(
+            spec(
+                table=T_IPV4_LPM,
+                match={"dst_addr": prefix},
+                action=A_SET_EGRESS,
+                params={"port": route.port},
+            )
+        )
     for port in sw.ports:
         if port.peer is not None:
-            out.append(spec(
-                table=T_PORT_MAP,
-                match={"standard_metadata.ingress_port": port.port},
-                action=A_SET_EGRESS,
-                params={"port": port.peer},
-            ))
+            out.append(
+                spec(
+                    table=T_PORT_MAP,
+                    match={"ingress_port": port.port},
+                    action=A_SET_EGRESS,
+                    params={"port": port.peer},
+                )
+            )
         m = port.marking
         out.extend(tables.queue_mark_entries(port.port, QueueParams(m.k_min, m.k_max, m.p_max)))
     out.extend(tables.lut_entries())
@@ -61,20 +65,39 @@ def base_entries(sw: SwitchConfig) -> list[Any]:
 
 
 def job_entries(job: Job, action_params: dict[str, int]) -> list[Any]:
+    """A stored job's entries (see `entries_for`)."""
+    hosts = tuple(_ipv4(h) for h in job.hosts) if job.mode != "tag" else ()
+    return entries_for(job.job_id, action_params, tag=job.mode == "tag", hosts=hosts)
+
+
+def entries_for(
+    job_id: int, action_params: dict[str, int], *, tag: bool = True, hosts: tuple[int, ...] = ()
+) -> list[Any]:
     """A job's entries: its parameters, then its classifier(s). The order matters on insert: a
-    packet classified to a job must find that job's parameters."""
+    packet classified to a job must find that job's parameters (the switch leaves it untracked
+    otherwise)."""
     spec = spec_class()
-    out = [spec(table=T_JOB_PARAMS, match={"job_id": job.job_id}, action=A_SET_PARAMS,
-                params=dict(action_params))]
-    if job.mode == "tag":
-        out.append(spec(table=T_JOB_BY_TAG, match={"tag": job.job_id}, action=A_SET_JOB,
-                        params={"job_id": job.job_id}))
-    else:
-        for host in job.hosts:
-            out.append(spec(
-                table=T_JOB_BY_SRC, match={"hdr.ipv4.src_addr": _ipv4(host)}, action=A_SET_JOB,
-                params={"job_id": job.job_id},
-            ))
+    out = [
+        spec(
+            table=T_JOB_PARAMS,
+            match={"job_id": job_id},
+            action=A_SET_PARAMS,
+            params=dict(action_params),
+        )
+    ]
+    if tag:
+        out.append(
+            spec(
+                table=T_JOB_BY_TAG,
+                match={"tag": job_id},
+                action=A_SET_JOB,
+                params={"job_id": job_id},
+            )
+        )
+    out += [
+        spec(table=T_JOB_BY_SRC, match={"src_addr": h}, action=A_SET_JOB, params={"job_id": job_id})
+        for h in hosts
+    ]
     return out
 
 

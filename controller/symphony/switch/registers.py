@@ -57,16 +57,19 @@ class ThriftJobRegisters:
             try:
                 c = self._connect()
                 regs = {name: c.register_read_all(name) for name in REGISTERS.values()}
-                counters = {f: c.counter_read_all(name) if hasattr(c, "counter_read_all") else None
-                            for f, name in COUNTERS.items()}
+                counters = {
+                    f: c.counter_read_all(name) if hasattr(c, "counter_read_all") else None
+                    for f, name in COUNTERS.items()
+                }
                 out = {}
                 for jid in job_ids:
                     raw = {name: values[jid] for name, values in regs.items()}
                     cnt = {}
                     for f, name in COUNTERS.items():
                         all_values = counters[f]
-                        _bytes, packets = (all_values[jid] if all_values is not None
-                                           else c.counter_read(name, jid))
+                        _bytes, packets = (
+                            all_values[jid] if all_values is not None else c.counter_read(name, jid)
+                        )
                         cnt[f] = packets
                     out[jid] = JobState.from_registers(raw, cnt)
                 return out

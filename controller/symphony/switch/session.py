@@ -220,8 +220,10 @@ class SwitchSession:
         # A job is new on this switch when none of its entries is there yet: zero its state
         # before the first entry can classify a packet to it.
         present_jobs = {owner[k] for k in self._mirror if k in owner}
-        new_jobs = sorted({owner[entries.key_of(e)] for e in d.insert
-                           if entries.key_of(e) in owner} - present_jobs)
+        new_jobs = sorted(
+            {owner[entries.key_of(e)] for e in d.insert if entries.key_of(e) in owner}
+            - present_jobs
+        )
 
         # Deletes first (classifiers before parameters), so that an address or tag moving from a
         # released job to a new one never collides.
@@ -254,9 +256,7 @@ class SwitchSession:
         async for e in sw.read(P4TableEntry()):
             got.append(entries.strip_for_compare(e.encode(sw.p4info).table_entry))
         # Default entries are not part of a wildcard read; read those we have an opinion on.
-        defaults = [
-            k[0] for k in self._base_entries(sw.p4info) if k[1:] == ("default",)
-        ]
+        defaults = [k[0] for k in self._base_entries(sw.p4info) if k[1:] == ("default",)]
         for table_id in defaults:
             table = sw.p4info.tables[table_id]
             async for e in sw.read(P4TableEntry(table.name, is_default_action=True)):
@@ -265,7 +265,7 @@ class SwitchSession:
 
     async def _write(self, sw: finsy.Switch, kind: int, items: Sequence[p4r.TableEntry]) -> None:
         for i in range(0, len(items), WRITE_BATCH):
-            await sw.write(entries.updates(kind, items[i:i + WRITE_BATCH]))
+            await sw.write(entries.updates(kind, items[i : i + WRITE_BATCH]))
 
     # ---- live state --------------------------------------------------------------------------
 

@@ -13,7 +13,6 @@ PORTS = 4
 # bmv2 timestamps tick in microseconds.
 BMV2_TICK_NS = 1000
 FORWARD = "SymphonyIngress.forward"
-CLASSIFY = "SymphonyIngress.classify"
 
 
 def host_if(port: int) -> str:
@@ -42,30 +41,3 @@ def base_entries() -> list[TableEntrySpec]:
         for i in range(PORTS)
     ]
     return specs + list(tables.lut_entries())
-
-
-def job_entries(
-    job_id: int, action_params: dict[str, int], *, tag: bool = True, hosts: tuple[int, ...] = ()
-) -> list[TableEntrySpec]:
-    """A job's parameters first, then its classifiers: a packet classified to a job must find
-    the job's parameters (the switch would leave it untracked otherwise)."""
-    specs = [
-        TableEntrySpec(
-            table=f"{CLASSIFY}.job_params",
-            match={"job_id": job_id},
-            action=f"{CLASSIFY}.set_params",
-            params=dict(action_params),
-        )
-    ]
-    classify = [("job_by_tag", {"tag": job_id})] if tag else []
-    classify += [("job_by_src", {"src_addr": h}) for h in hosts]
-    specs += [
-        TableEntrySpec(
-            table=f"{CLASSIFY}.{table}",
-            match=match,
-            action=f"{CLASSIFY}.set_job",
-            params={"job_id": job_id},
-        )
-        for table, match in classify
-    ]
-    return specs

@@ -76,7 +76,7 @@ def unpack_pi(blob: bytes) -> TofinoProgram:
         pos += 4
         if n < 0 or pos + n > len(blob):
             raise ValueError(f"bad length {n} for the {what}")
-        fields.append(blob[pos:pos + n])
+        fields.append(blob[pos : pos + n])
         pos += n
     if pos != len(blob):
         raise ValueError(f"{len(blob) - pos} trailing bytes")
@@ -97,7 +97,10 @@ def _bf_pipeline_config_class() -> type:
     msg.field.add(name="p4_name", number=1, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL)
     msg.field.add(name="bfruntime_info", number=2, type=f.TYPE_BYTES, label=f.LABEL_OPTIONAL)
     msg.field.add(
-        name="profiles", number=3, type=f.TYPE_MESSAGE, label=f.LABEL_REPEATED,
+        name="profiles",
+        number=3,
+        type=f.TYPE_MESSAGE,
+        label=f.LABEL_REPEATED,
         type_name=".stratum.hal.barefoot.BfPipelineConfig.Profile",
     )
     pool = descriptor_pool.DescriptorPool()
@@ -115,7 +118,9 @@ def pack_stratum(program: TofinoProgram) -> bytes:
         raise ValueError("the stratum format needs the bf-rt.json (pipelines.tofino2.bfrt)")
     cfg = BfPipelineConfig(p4_name=program.name, bfruntime_info=program.bfrt)
     cfg.profiles.add(
-        profile_name=program.profile_name, context=program.context, binary=program.binary,
+        profile_name=program.profile_name,
+        context=program.context,
+        binary=program.binary,
         pipe_scope=list(program.pipe_scope),
     )
     return cfg.SerializeToString(deterministic=True)

@@ -16,5 +16,10 @@ def summarize(out: Path) -> str:
     lines = [f"# Tofino2 resources ({out})", ""]
     metrics = _find(out, "metrics.json")
     if metrics:
-        lines += ["## metrics.json", "```", json.dumps(json.loads(metrics.read_text()), indent=1)[:4000], "```"]
+        lines += [
+            "## metrics.json",
+            "```",
+            json.dumps(json.loads(metrics.read_text()), indent=1)[:4000],
+            "```",
+        ]
     return "\n".join(lines) + "\n"
