@@ -7,10 +7,11 @@
 : "${SYMPHONY_RUN_DIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/run/bmv2}"
 : "${SYMPHONY_LOG_LEVEL:=warn}"                # bmv2 log level: trace debug info warn error off
 : "${SYMPHONY_SWITCH:=simple_switch_grpc}"
+: "${SYMPHONY_VETH_BASE:=0}"                   # a second switch on one machine: e.g. 20
 
-# Switch port i is veth(2i); its peer veth(2i+1) is where tests send and sniff.
-switch_if() { echo "veth$((2 * $1))"; }
-host_if() { echo "veth$((2 * $1 + 1))"; }
+# Switch port i is veth(B+2i); its peer veth(B+2i+1) is where tests send and sniff.
+switch_if() { echo "veth$((SYMPHONY_VETH_BASE + 2 * $1))"; }
+host_if() { echo "veth$((SYMPHONY_VETH_BASE + 2 * $1 + 1))"; }
 
 # The toolchain may live under /opt/p4 when built from source.
 for d in /opt/p4/bin /usr/local/bin; do
