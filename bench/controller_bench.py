@@ -1,11 +1,18 @@
 """Controller benchmark against bmv2: allocate+install latency (p50/p99), allocations per
 second, and the time to install the lookup tables.
 
-    bmv2_env/start.sh && make build
+    make build && bmv2_env/start.sh
     .venv/bin/python bench/controller_bench.py [--jobs 200] [--concurrency 8]
 
-Runs the real daemon (subprocess) against simple_switch_grpc on 127.0.0.1:9559 and drives it
-through the gRPC API like a scheduler would. Prints the figures with the command line.
+Runs the real daemon (subprocess) against the bmv2_env switch named by the same variables as
+bmv2_env/env.sh, with the same defaults (P4Runtime $SYMPHONY_GRPC_ADDR = 127.0.0.1:9559, Thrift
+$SYMPHONY_THRIFT_PORT = 9090, device $SYMPHONY_DEVICE_ID = 0), and drives it through the gRPC API
+like a scheduler would. Prints the figures with the command line. It re-pushes the pipeline
+(wiping the switch), so point it at a switch nobody else is using, e.g. a second instance:
+
+    export SYMPHONY_VETH_BASE=20 SYMPHONY_GRPC_ADDR=127.0.0.1:9659 SYMPHONY_THRIFT_PORT=9190 \
+        SYMPHONY_RUN_DIR=$PWD/run/bmv2-ctl
+    bmv2_env/start.sh && .venv/bin/python bench/controller_bench.py
 """
 
 from __future__ import annotations
@@ -25,10 +32,12 @@ import grpc
 
 from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
+from symphony.switch.testbed import Bmv2Env
 
 ROOT = Path(__file__).resolve().parents[1]
 P4INFO = ROOT / "build/bmv2/symphony.p4info.txtpb"
 BMV2_JSON = ROOT / "build/bmv2/symphony.json"
+ENV = Bmv2Env.from_env()
 
 
 def free_port() -> int:
@@ -45,8 +54,10 @@ async def lut_install_seconds() -> tuple[float, int]:
     from symphony.switch import entries
     from symphony.switch.session import WRITE_BATCH
 
-    opts = finsy.SwitchOptions(p4info=P4INFO, p4blob=BMV2_JSON, device_id=0, p4force=True)
-    async with finsy.Switch("bench", "127.0.0.1:9559", opts) as sw:
+    opts = finsy.SwitchOptions(
+        p4info=P4INFO, p4blob=BMV2_JSON, device_id=ENV.device_id, p4force=True
+    )
+    async with finsy.Switch("bench", ENV.grpc_addr, opts) as sw:
         specs = [s for s in lut_entries() if not s.is_default]
         pbs = [entries.encode(s, sw.p4info) for s in specs]
         t0 = time.perf_counter()
@@ -76,9 +87,10 @@ p4info = "{P4INFO}"
 device_config = "{BMV2_JSON}"
 [[switches]]
 name = "s1"
-address = "127.0.0.1:9559"
-device_id = 0
+address = "{ENV.grpc_addr}"
+device_id = {ENV.device_id}
 target = "bmv2"
+thrift_port = {ENV.thrift_port}
 ports = [{{ port = 0 }}, {{ port = 1 }}]
 routes = [{{ prefix = "10.0.1.0/24", port = 1 }}]
 """)
@@ -144,6 +156,7 @@ routes = [{{ prefix = "10.0.1.0/24", port = 1 }}]
         return xs[min(len(xs) - 1, int(q * len(xs)))] * 1000
 
     print(f"$ {' '.join([Path(sys.executable).name, *sys.argv])}")
+    print(f"switch: bmv2 P4Runtime {ENV.grpc_addr} device {ENV.device_id}, Thrift {ENV.thrift_port}")
     print(
         f"lookup tables: {lut_n} entries installed in {lut_s:.2f} s ({lut_n / lut_s:.0f} entries/s)"
     )

@@ -167,6 +167,9 @@ class FakeThrift:
     def register_read_all(self, name):
         return list(self.regs[name])
 
+    def register_read(self, name, index):
+        return self.regs[name][index]
+
     def register_write(self, name, index, value):
         self.regs[name][index] = value
 

@@ -3,6 +3,15 @@ packets, release -> gone, bmv2 restart -> reconciled, controller restart -> noth
 
 Needs simple_switch_grpc on PATH (or /opt/p4/bin), `make build` output in build/bmv2/, and root
 (bmv2_env/start.sh creates veth ports). Skips loudly otherwise.
+
+The switch is the bmv2_env instance named by the same variables as bmv2_env/env.sh, with the
+same defaults, so the tests can run beside the PTF suite on a second switch:
+
+    SYMPHONY_VETH_BASE=20 SYMPHONY_GRPC_ADDR=127.0.0.1:9659 SYMPHONY_THRIFT_PORT=9190 \\
+    SYMPHONY_RUN_DIR=$PWD/run/bmv2-ctl .venv/bin/python -m pytest -v -m bmv2 tests/integration
+
+The module starts that switch itself and stops it at the end; it refuses to touch a switch that
+is already running in SYMPHONY_RUN_DIR (someone else's), rather than restarting it.
 """
 
 from __future__ import annotations
@@ -16,9 +25,12 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from symphony.switch.testbed import Bmv2Env
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build/bmv2"
@@ -27,6 +39,13 @@ BMV2_JSON = BUILD / "symphony.json"
 SWITCH = shutil.which("simple_switch_grpc") or shutil.which(
     "simple_switch_grpc", path="/opt/p4/bin"
 )
+ENV = Bmv2Env.from_env()
+
+T_JOB_PARAMS = "SymphonyIngress.classify.job_params"
+T_JOB_BY_TAG = "SymphonyIngress.classify.job_by_tag"
+T_JOB_BY_SRC = "SymphonyIngress.classify.job_by_src"
+T_OPCODE_CLASS = "SymphonyIngress.classify.opcode_class"
+ENV_TICK_NS = 1000  # bmv2 timestamps are microseconds
 
 
 def _missing() -> str | None:
@@ -57,7 +76,18 @@ def bmv2(action: str) -> None:
         check=True,
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
+        env={**os.environ, **ENV.environ()},
     )
+
+
+def bmv2_running() -> int | None:
+    """PID of the switch bmv2_env/start.sh runs in ENV.run_dir, if it is alive."""
+    try:
+        pid = int((ENV.run_dir / "switch.pid").read_text())
+        os.kill(pid, 0)
+        return pid
+    except (OSError, ValueError):
+        return None
 
 
 class Controller:
@@ -80,10 +110,10 @@ p4info = "{P4INFO}"
 device_config = "{BMV2_JSON}"
 [[switches]]
 name = "s1"
-address = "127.0.0.1:9559"
-device_id = 0
+address = "{ENV.grpc_addr}"
+device_id = {ENV.device_id}
 target = "bmv2"
-thrift_port = 9090
+thrift_port = {ENV.thrift_port}
 ports = [{{ port = 0 }}, {{ port = 1 }}, {{ port = 2 }}, {{ port = 3 }}]
 routes = [{{ prefix = "10.0.0.0/24", port = 0 }}, {{ prefix = "10.0.1.0/24", port = 1 }}]
 """)
@@ -103,141 +133,276 @@ routes = [{{ prefix = "10.0.0.0/24", port = 0 }}, {{ prefix = "10.0.1.0/24", por
             self.proc.wait(10)
         self.log.close()
 
-    def ctl(self, *args: str) -> dict:
-        out = subprocess.run(
+    def run_ctl(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
             [sys.executable, "-m", "symphony.cli", "--api", self.api, "--json", *args],
             capture_output=True,
             text=True,
             timeout=60,
         )
+
+    def ctl(self, *args: str) -> dict:
+        out = self.run_ctl(*args)
         assert out.returncode == 0, out.stdout + out.stderr
         return json.loads(out.stdout)
 
-    def wait_ready(self, limit_s: float = 30.0) -> float:
-        """Seconds until switch s1 is connected and reconciled."""
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < limit_s:
-            try:
-                st = self.ctl("switch", "status")["switches"][0]
-                if st["state"] == "ready":
-                    return time.monotonic() - t0
-            except AssertionError:
-                pass
+    def status(self) -> dict:
+        return self.ctl("switch", "status")["switches"][0]
+
+    def wait_ready(self, limit_s: float = 30.0) -> None:
+        """Until switch s1 is connected and reconciled (a deadline, not a timing assertion)."""
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise AssertionError(f"controller exited; see {self.tmp}/controller.log")
+            out = self.run_ctl("switch", "status")
+            if out.returncode == 0 and json.loads(out.stdout)["switches"][0]["state"] == "ready":
+                return
             time.sleep(0.05)
         raise AssertionError(f"s1 not ready after {limit_s}s; see {self.tmp}/controller.log")
 
 
-async def _read_entries() -> set[bytes]:
-    """Every table entry on the switch, through a second P4Runtime client (backup role)."""
+@dataclass(frozen=True)
+class Entry:
+    table: str
+    match: str
+    action: str
+
+
+async def _read_entries() -> dict[bytes, Entry]:
+    """Every table entry on the switch, through a second P4Runtime client. It brings no P4Info
+    of its own (it fetches the switch's) and has a lower election id than the controller, so it
+    never pushes a pipeline and is a backup while the controller is connected."""
     import finsy
     from finsy import P4TableEntry
 
-    opts = finsy.SwitchOptions(p4info=P4INFO, device_id=0, initial_election_id=1)
-    async with finsy.Switch("reader", "127.0.0.1:9559", opts) as sw:
-        return {
-            e.encode(sw.p4info).SerializeToString(deterministic=True)
-            async for e in sw.read(P4TableEntry())
-        }
+    opts = finsy.SwitchOptions(device_id=ENV.device_id, initial_election_id=1)
+    async with finsy.Switch("reader", ENV.grpc_addr, opts) as sw:
+        if not sw.p4info.exists:
+            raise RuntimeError("no pipeline on the switch yet")
+        out = {}
+        async for e in sw.read(P4TableEntry()):
+            key = e.encode(sw.p4info).SerializeToString(deterministic=True)
+            out[key] = Entry(
+                sw.p4info.tables[e.table_id].name, repr(dict(e.match or {})), repr(e.action)
+            )
+        return out
 
 
-def entries_on_switch() -> set[bytes]:
+def entries_on_switch() -> dict[bytes, Entry]:
     return asyncio.run(_read_entries())
 
 
-def send_tagged(job_id: int, steps=(5, 5, 5)) -> None:
+def packets(job_id: int, steps=(5, 5, 5), src: str = "10.0.0.1", tag: bool = True) -> list:
+    """A RDMA WRITE message of len(steps) packets: FIRST (resets the flow slot), MIDDLEs."""
+    from symphony.packets import WRITE_FIRST, WRITE_MIDDLE, rocev2
+
+    return [
+        rocev2(
+            opcode=WRITE_FIRST if i == 0 else WRITE_MIDDLE,
+            step=s,
+            psn=100 + i,
+            tag=job_id if tag else 0,
+            src=src,
+            dst="10.0.1.1",
+        )
+        for i, s in enumerate(steps)
+    ]
+
+
+def send(pkts: list) -> None:
     from scapy.sendrecv import sendp
 
-    from symphony.packets import rocev2
+    sendp(pkts, iface=ENV.host_if(0), verbose=False)
 
-    pkts = [
-        rocev2(opcode=0x07, step=s, psn=i, tag=job_id, src="10.0.0.1", dst="10.0.1.1")
-        for i, s in enumerate(steps)
-    ]  # RDMA WRITE MIDDLE: no step completion
-    sendp(pkts, iface="veth1", verbose=False)
+
+def expected_state(job_id: int, pkts: list, *, tag: bool = True) -> dict:
+    """The golden model's state after ``pkts`` for a fresh job with T_win = 0 (every packet
+    closes a window, so the result does not depend on the switch's clock)."""
+    from symphony.model.params import JobParams
+    from symphony.model.pipeline import Pipeline
+    from symphony.packets import parsed_view
+
+    views = [parsed_view(p) for p in pkts]
+    model = Pipeline()
+    params = JobParams(t_win_us=0.0).to_action_params(ENV_TICK_NS)
+    hosts = () if tag else (views[0].src,)
+    model.install_job(job_id, params, tag=tag, hosts=hosts)
+    for i, v in enumerate(views):
+        d = model.process(v, now=1000 + i)
+        assert d.mark is False, "test packets must be deterministic (never marked)"
+    st = model.state(job_id)
+    return {
+        "step_min": st.step_min,
+        "psn_rec": st.psn_rec,
+        "alpha": st.alpha,
+        "cnt_total": st.cnt_total,
+        "cnt_op": st.cnt_op,
+        "packets": st.packets,
+        "marks": st.marks,
+        "queue_marks": 0,
+    }
+
+
+def live_of(ctl: Controller, job: str) -> dict:
+    """`symphonyctl --json job show JOB`, the one switch's live state as ints."""
+    live = ctl.ctl("job", "show", job)["live"]
+    assert len(live) == 1 and live[0]["switch"] == "s1", live
+    s = live[0]
+    assert s["available"], s
+    return {k: int(v) for k, v in s.items() if k not in ("switch", "available", "error")}
+
+
+def wait_packets(ctl: Controller, job: str, n: int) -> dict:
+    """bmv2 processes packets asynchronously: poll until the job counted ``n`` (bounded)."""
+    deadline = time.monotonic() + 10
+    while True:
+        live = live_of(ctl, job)
+        if live["packets"] >= n or time.monotonic() > deadline:
+            return live
+        time.sleep(0.05)
+
+
+def masked(live: dict) -> dict:
+    return {k: v for k, v in live.items() if k != "win_start"}
 
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    bmv2("stop")
+    pid = bmv2_running()
+    if pid is not None:
+        pytest.fail(
+            f"a bmv2 is already running in {ENV.run_dir} (pid {pid}); these tests restart their "
+            "switch, so they start their own: stop it (bmv2_env/stop.sh with the same "
+            "SYMPHONY_* variables) or point SYMPHONY_RUN_DIR/SYMPHONY_GRPC_ADDR/"
+            "SYMPHONY_THRIFT_PORT/SYMPHONY_VETH_BASE at another instance"
+        )
     bmv2("start")
     ctl = Controller(tmp_path_factory.mktemp("controller"))
-    ctl.start()
-    ctl.wait_ready()
-    yield ctl
-    ctl.stop()
-    bmv2("stop")
+    try:
+        ctl.start()
+        ctl.wait_ready()
+        yield ctl
+    finally:
+        ctl.stop()
+        bmv2("stop")
 
 
-def _live(ctl: Controller, job: str) -> dict:
-    return ctl.ctl("job", "show", job)["live"][0]
+def test_base_state_keeps_const_entries(setup):
+    """The controller installed routes and lookup tables and left the const table alone."""
+    on_switch = entries_on_switch().values()
+    tables = {e.table for e in on_switch}
+    assert sum(e.table == T_OPCODE_CLASS for e in on_switch) == 24  # classify.p4 const entries
+    assert {
+        "SymphonyIngress.forward.ipv4_lpm",
+        "SymphonyIngress.throttle.log_p",
+        "SymphonyIngress.throttle.log_psn_rec",
+        "SymphonyIngress.throttle.log_alpha",
+        "SymphonyIngress.throttle.prob_threshold",
+        "SymphonyEgress.queue_mark.queue_threshold",
+    } <= tables
+    assert not tables & {T_JOB_PARAMS, T_JOB_BY_TAG, T_JOB_BY_SRC}
+    st = setup.status()
+    assert st["state"] == "ready" and int(st["entries"]) == len(on_switch) - 24, st
 
 
 def test_allocate_tracks_packets_and_release_clears(setup):
     ctl = setup
     base = entries_on_switch()
-    r = ctl.ctl("job", "allocate", "--name", "itest", "--mode", "tag", "--switch", "s1")
+    r = ctl.ctl(
+        "job", "allocate", "--name", "itest", "--mode", "tag", "--switch", "s1",
+        "--param", "t_win_us=0",
+    )  # fmt: skip
     job_id = r["job"]["job_id"]
-    assert r["switches"][0]["status"] == "installed"
-    added = entries_on_switch() - base
-    assert len(added) == 2  # job_params + job_by_tag
-    send_tagged(job_id)
-    for _ in range(100):  # packets are processed asynchronously by bmv2
-        live = _live(ctl, "itest")
-        if int(live["packets"]) >= 3:
-            break
-        time.sleep(0.05)
-    assert live["available"] and int(live["packets"]) == 3
-    assert live["step_min"] == 5 and int(live["cnt_total"]) >= 1
+    assert r["created"] and r["switches"] == [{"switch": "s1", "status": "installed"}]
+    after = entries_on_switch()
+    added = [after[k] for k in after.keys() - base.keys()]
+    assert base.keys() <= after.keys()
+    assert sorted(e.table for e in added) == [T_JOB_BY_TAG, T_JOB_PARAMS], added
+    assert all(str(job_id) in e.match for e in added), added
+
+    # Untagged packets and packets tagged with another (unallocated) ID are not this job's.
+    other = job_id + 1 if job_id < 8191 else job_id - 1
+    send(packets(other, steps=(7, 7)) + packets(job_id, tag=False, steps=(7,)))
+    pkts = packets(job_id, steps=(5, 5, 6))
+    send(pkts)
+    live = wait_packets(ctl, "itest", 3)
+    assert masked(live) == expected_state(job_id, pkts)
+    assert live["packets"] == 3 and live["cnt_total"] >= 1
+
     rel = ctl.ctl("job", "release", "itest")
     assert rel["job"]["state"] == "released"
-    assert entries_on_switch() == base
-    # The ID's registers were zeroed: a new job that gets it starts clean.
+    assert rel["switches"] == [{"switch": "s1", "status": "cleared"}]
+    assert entries_on_switch().keys() == base.keys()
+    out = ctl.run_ctl("job", "show", "itest")
+    assert out.returncode == 1 and json.loads(out.stdout)["error"] == "NOT_FOUND"
+    # The ID's registers and counters were zeroed: a new job that gets it starts clean.
     from symphony.switch.registers import ThriftJobRegisters
 
-    state = asyncio.run(ThriftJobRegisters("127.0.0.1", 9090).read([job_id]))[job_id]
-    assert state.packets == 0 and state.step_min == 0 and state.alpha == 1
-
-
-def test_bmv2_restart_is_reconciled(setup):
-    ctl = setup
-    ctl.ctl(
-        "job",
-        "allocate",
-        "--name",
-        "survivor",
-        "--mode",
-        "hosts",
-        "--host",
-        "10.0.0.1",
-        "--switch",
-        "s1",
+    regs = ThriftJobRegisters(ENV.grpc_host, ENV.thrift_port)
+    state = asyncio.run(regs.read([job_id]))[job_id]
+    assert (state.packets, state.step_min, state.psn_rec, state.alpha, state.cnt_total) == (
+        0,
+        0,
+        0,
+        1,
+        0,
     )
+    # And packets with the released tag are untracked again.
+    send(packets(job_id, steps=(3, 3)))
+    time.sleep(0.3)
+    assert asyncio.run(regs.read([job_id]))[job_id].packets == 0
+
+
+def test_bmv2_restart_is_reconciled_within_5s(setup):
+    ctl = setup
+    r = ctl.ctl(
+        "job", "allocate", "--name", "survivor", "--mode", "hosts", "--host", "10.0.0.1",
+        "--switch", "s1", "--param", "t_win_us=0",
+    )  # fmt: skip
     before = entries_on_switch()
+    assert any(e.table == T_JOB_BY_SRC for e in before.values())
+    connects = int(ctl.status()["connects"])
     bmv2("stop")
     bmv2("start")
     t0 = time.monotonic()
-    ctl.wait_ready(limit_s=30)
-    while entries_on_switch() != before and time.monotonic() - t0 < 30:
-        time.sleep(0.1)
+    # The issue's explicit bound: a restarted bmv2 holds everything again within 5 s.
+    got: dict = {}
+    while time.monotonic() - t0 < 5.0:
+        try:
+            got = entries_on_switch()
+        except Exception:  # not up or no pipeline yet
+            got = {}
+        if got.keys() == before.keys():
+            break
+        time.sleep(0.05)
     elapsed = time.monotonic() - t0
-    assert entries_on_switch() == before
     print(f"bmv2 restart reconciled in {elapsed:.2f}s")
-    assert elapsed < 5.0, f"reconciled after {elapsed:.2f}s"
+    assert got.keys() == before.keys(), f"not reconciled {elapsed:.2f}s after the restart"
+    ctl.wait_ready()
+    assert int(ctl.status()["connects"]) > connects
+    # The job is tracked again on the new switch, from a zero state.
+    pkts = packets(0, steps=(4, 4), tag=False)
+    send(pkts)
+    live = wait_packets(ctl, "survivor", 2)
+    assert masked(live) == expected_state(r["job"]["job_id"], pkts, tag=False)
+    ctl.ctl("job", "release", "survivor")
 
 
 def test_controller_restart_changes_nothing(setup):
     ctl = setup
     r = ctl.ctl("job", "allocate", "--name", "steady", "--mode", "tag", "--switch", "s1")
-    send_tagged(r["job"]["job_id"], steps=(9, 9))
-    time.sleep(0.5)
+    job_id = r["job"]["job_id"]
+    send(packets(job_id, steps=(9, 9)))
+    before_state = wait_packets(ctl, "steady", 2)
+    assert before_state["packets"] == 2 and before_state["win_start"] != 0
     before_entries = entries_on_switch()
-    before_state = _live(ctl, "steady")
     ctl.stop()
     ctl.start()
     ctl.wait_ready()
-    st = ctl.ctl("switch", "status")["switches"][0]
+    st = ctl.status()
     assert int(st["last_reconcile_changes"]) == 0, st
     assert entries_on_switch() == before_entries
-    after_state = _live(ctl, "steady")
     # No pipeline push (it would have wiped the registers), no register reset.
-    assert after_state == before_state
+    assert live_of(ctl, "steady") == before_state
+    ctl.ctl("job", "release", "steady")

@@ -18,6 +18,9 @@ from typing import Any, Protocol
 
 from symphony.model.pipeline import COUNTERS, REGISTERS, JobState
 
+# Reading this many jobs or more fetches whole register arrays instead of one slot per call.
+READ_ALL_FROM = 32
+
 
 class JobRegisters(Protocol):
     async def read(self, job_ids: Iterable[int]) -> dict[int, JobState]: ...
@@ -56,7 +59,14 @@ class ThriftJobRegisters:
         with self._lock:
             try:
                 c = self._connect()
-                regs = {name: c.register_read_all(name) for name in REGISTERS.values()}
+                # A few jobs: one call per slot; many (telemetry): whole arrays, MAX_JOBS each.
+                if len(job_ids) < READ_ALL_FROM:
+                    regs = {
+                        name: {jid: c.register_read(name, jid) for jid in job_ids}
+                        for name in REGISTERS.values()
+                    }
+                else:
+                    regs = {name: c.register_read_all(name) for name in REGISTERS.values()}
                 counters = {
                     f: c.counter_read_all(name) if hasattr(c, "counter_read_all") else None
                     for f, name in COUNTERS.items()

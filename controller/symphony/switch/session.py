@@ -253,8 +253,13 @@ class SwitchSession:
 
     async def _read_all(self, sw: finsy.Switch) -> dict[entries.EntryKey, p4r.TableEntry]:
         got: list[p4r.TableEntry] = []
+        schema = sw.p4info
         async for e in sw.read(P4TableEntry()):
-            got.append(entries.strip_for_compare(e.encode(sw.p4info).table_entry))
+            # Const tables (classify.opcode_class) hold the program's own entries: read-only at
+            # runtime, never part of the diff (a DELETE of them would fail the whole batch).
+            if schema.tables[e.table_id].is_const:
+                continue
+            got.append(entries.strip_for_compare(e.encode(schema).table_entry))
         # Default entries are not part of a wildcard read; read those we have an opinion on.
         defaults = [k[0] for k in self._base_entries(sw.p4info) if k[1:] == ("default",)]
         for table_id in defaults:

@@ -6,6 +6,10 @@ sit behind port i; non-IPv4 traffic crosses 0 <-> 1 and 2 <-> 3.
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
 from symphony.model import tables
 from symphony.model.tables import TableEntrySpec
 
@@ -17,6 +21,55 @@ FORWARD = "SymphonyIngress.forward"
 
 def host_if(port: int) -> str:
     return f"veth{2 * port + 1}"
+
+
+@dataclass(frozen=True)
+class Bmv2Env:
+    """One bmv2 instance of bmv2_env/: the same variables and defaults as bmv2_env/env.sh, so a
+    second switch (e.g. SYMPHONY_VETH_BASE=20 SYMPHONY_GRPC_ADDR=127.0.0.1:9659
+    SYMPHONY_THRIFT_PORT=9190 SYMPHONY_RUN_DIR=run/bmv2-ctl) can run beside the default one."""
+
+    grpc_addr: str = "127.0.0.1:9559"
+    thrift_port: int = 9090
+    device_id: int = 0
+    veth_base: int = 0
+    ports: int = PORTS
+    run_dir: Path = Path(__file__).resolve().parents[3] / "run/bmv2"
+
+    @classmethod
+    def from_env(cls, environ: os._Environ[str] | dict[str, str] | None = None) -> Bmv2Env:
+        env = os.environ if environ is None else environ
+        d = cls()
+        return cls(
+            grpc_addr=env.get("SYMPHONY_GRPC_ADDR") or d.grpc_addr,
+            thrift_port=int(env.get("SYMPHONY_THRIFT_PORT") or d.thrift_port),
+            device_id=int(env.get("SYMPHONY_DEVICE_ID") or d.device_id),
+            veth_base=int(env.get("SYMPHONY_VETH_BASE") or d.veth_base),
+            ports=int(env.get("SYMPHONY_PORTS") or d.ports),
+            run_dir=Path(env.get("SYMPHONY_RUN_DIR") or d.run_dir),
+        )
+
+    @property
+    def grpc_host(self) -> str:
+        return self.grpc_addr.rsplit(":", 1)[0]
+
+    def switch_if(self, port: int) -> str:
+        return f"veth{self.veth_base + 2 * port}"
+
+    def host_if(self, port: int) -> str:
+        """Where tests send to and sniff switch port ``port``."""
+        return f"veth{self.veth_base + 2 * port + 1}"
+
+    def environ(self) -> dict[str, str]:
+        """The variables bmv2_env/start.sh and stop.sh read, for this instance."""
+        return {
+            "SYMPHONY_GRPC_ADDR": self.grpc_addr,
+            "SYMPHONY_THRIFT_PORT": str(self.thrift_port),
+            "SYMPHONY_DEVICE_ID": str(self.device_id),
+            "SYMPHONY_VETH_BASE": str(self.veth_base),
+            "SYMPHONY_PORTS": str(self.ports),
+            "SYMPHONY_RUN_DIR": str(self.run_dir),
+        }
 
 
 def route(prefix: int, plen: int, port: int) -> TableEntrySpec:
