@@ -156,7 +156,7 @@ routes = [{{ prefix = "10.0.1.0/24", port = 1 }}]
         return xs[min(len(xs) - 1, int(q * len(xs)))] * 1000
 
     print(f"$ {' '.join([Path(sys.executable).name, *sys.argv])}")
-    print(f"switch: bmv2 P4Runtime {ENV.grpc_addr} device {ENV.device_id}, Thrift {ENV.thrift_port}")
+    print(f"switch: bmv2 P4Runtime {ENV.grpc_addr} device {ENV.device_id} Thrift {ENV.thrift_port}")
     print(
         f"lookup tables: {lut_n} entries installed in {lut_s:.2f} s ({lut_n / lut_s:.0f} entries/s)"
     )

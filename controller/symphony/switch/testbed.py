@@ -7,6 +7,7 @@ sit behind port i; non-IPv4 traffic crosses 0 <-> 1 and 2 <-> 3.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +38,7 @@ class Bmv2Env:
     run_dir: Path = Path(__file__).resolve().parents[3] / "run/bmv2"
 
     @classmethod
-    def from_env(cls, environ: os._Environ[str] | dict[str, str] | None = None) -> Bmv2Env:
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Bmv2Env:
         env = os.environ if environ is None else environ
         d = cls()
         return cls(
