@@ -29,10 +29,10 @@ class LaggingPacketsAreNeverMarked(SymphonyTest):
         self.roce(pkt(rp.WRITE_LAST, 2, 7, src=FAST))  # step_min = 3
         self.roce(pkt(rp.WRITE_MIDDLE, 3, 100, src=LAG))  # psn_rec = 100
         # With k = 255 any outpacing packet would be marked; these are at or behind step_min.
-        marks = self.roce_marks([pkt(rp.WRITE_MIDDLE, s, 500, src=LAG) for s in (3, 3, 2, 3)])
+        marks = self.roce_marks([pkt(rp.WRITE_MIDDLE, s, 500, src=LAG) for s in (3, 3, 2, 1)])
         self.assertEqual(marks, [False] * 4)
-        self.assertEqual(self.assert_state(JOB).step_min, 2)  # the late step-2 packet
-        self.roce(pkt(rp.WRITE_MIDDLE, 2, 100, src=LAG))
+        self.assertEqual(self.assert_state(JOB).step_min, 1)  # late arrivals moved it back
+        # Once step_min is 1, a step-3 packet runs ahead: the same k marks it.
         self.assertEqual(self.roce_marks([pkt(rp.WRITE_MIDDLE, 3, 500, src=FAST)]), [True])
 
 

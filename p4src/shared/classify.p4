@@ -3,9 +3,9 @@
 control Classify(in headers_t hdr, inout symphony_meta_t meta) {
     // Opcode classes are protocol constants, not policy: a const table, read-only at runtime.
     // Only SEND and RDMA WRITE data packets of RC and UC are step traffic (docs/design.md).
-    action data(bool is_first, bool is_last) {
-        meta.is_first = is_first;
-        meta.is_last = is_last;
+    action data(bit<1> is_first, bit<1> is_last) {
+        meta.is_first = is_first == 1;
+        meta.is_last = is_last == 1;
         meta.tracked = true;
     }
 
@@ -18,20 +18,19 @@ control Classify(in headers_t hdr, inout symphony_meta_t meta) {
         actions = { data; not_data; }
         const default_action = not_data();
         const entries = {
-            0x00: data(true, false);   0x20: data(true, false);    // SEND FIRST
-            0x01: data(false, false);  0x21: data(false, false);   // SEND MIDDLE
-            0x02: data(false, true);   0x22: data(false, true);    // SEND LAST
-            0x03: data(false, true);   0x23: data(false, true);    // SEND LAST with immediate
-            0x04: data(true, true);    0x24: data(true, true);     // SEND ONLY
-            0x05: data(true, true);    0x25: data(true, true);     // SEND ONLY with immediate
-            0x06: data(true, false);   0x26: data(true, false);    // RDMA WRITE FIRST
-            0x07: data(false, false);  0x27: data(false, false);   // RDMA WRITE MIDDLE
-            0x08: data(false, true);   0x28: data(false, true);    // RDMA WRITE LAST
-            0x09: data(false, true);   0x29: data(false, true);    // RDMA WRITE LAST with imm.
-            0x0A: data(true, true);    0x2A: data(true, true);     // RDMA WRITE ONLY
-            0x0B: data(true, true);    0x2B: data(true, true);     // RDMA WRITE ONLY with imm.
+            0x00: data(1, 0);   0x20: data(1, 0);    // SEND FIRST
+            0x01: data(0, 0);  0x21: data(0, 0);   // SEND MIDDLE
+            0x02: data(0, 1);   0x22: data(0, 1);    // SEND LAST
+            0x03: data(0, 1);   0x23: data(0, 1);    // SEND LAST with immediate
+            0x04: data(1, 1);    0x24: data(1, 1);     // SEND ONLY
+            0x05: data(1, 1);    0x25: data(1, 1);     // SEND ONLY with immediate
+            0x06: data(1, 0);   0x26: data(1, 0);    // RDMA WRITE FIRST
+            0x07: data(0, 0);  0x27: data(0, 0);   // RDMA WRITE MIDDLE
+            0x08: data(0, 1);   0x28: data(0, 1);    // RDMA WRITE LAST
+            0x09: data(0, 1);   0x29: data(0, 1);    // RDMA WRITE LAST with imm.
+            0x0A: data(1, 1);    0x2A: data(1, 1);     // RDMA WRITE ONLY
+            0x0B: data(1, 1);    0x2B: data(1, 1);     // RDMA WRITE ONLY with imm.
         }
-        size = 32;
     }
 
     action set_job(job_id_t job_id) {

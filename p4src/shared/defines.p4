@@ -7,7 +7,6 @@ const bit<8>  IP_PROTO_UDP = 17;
 const bit<16> UDP_PORT_ROCEV2 = 4791;
 
 // ECN codepoints (RFC 3168).
-const bit<2> ECN_NOT_ECT = 0b00;
 const bit<2> ECN_ECT1 = 0b01;
 const bit<2> ECN_ECT0 = 0b10;
 const bit<2> ECN_CE = 0b11;

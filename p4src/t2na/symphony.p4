@@ -34,7 +34,8 @@ control SymphonyIngress(inout headers_t hdr,
         meta.s.tracked = false;
         meta.s.symphony_mark = false;
         meta.s.job_id = 0;
-        if (ig_prsr_md.parser_err == 0 && hdr.bth.isValid()) {
+        // As on v1model: parser errors, non-RoCE and dropped packets stay untracked.
+        if (ig_prsr_md.parser_err == 0 && hdr.bth.isValid() && ig_dprsr_md.drop_ctl == 0) {
             classify.apply(hdr, meta.s);
         }
         if (meta.s.tracked) {

@@ -15,6 +15,9 @@
 #include "include/ecn_mark.p4"
 #include "include/deparser.p4"
 
+// v1model's mark_to_drop() sends a packet to port 511.
+const bit<9> DROP_PORT = 511;
+
 control SymphonyIngress(inout headers_t hdr,
                         inout symphony_meta_t meta,
                         inout standard_metadata_t standard_metadata) {
@@ -26,8 +29,11 @@ control SymphonyIngress(inout headers_t hdr,
 
     apply {
         forward.apply(hdr, standard_metadata);
-        // Malformed RoCE (a parser error) and everything but a BTH stays untracked.
-        if (standard_metadata.parser_error == error.NoError && hdr.bth.isValid()) {
+        // Malformed RoCE (a parser error) and everything but a BTH stays untracked, and so does
+        // a packet the forwarding rules drop: it never reaches a queue (the paper examines
+        // dequeued packets).
+        if (standard_metadata.parser_error == error.NoError && hdr.bth.isValid()
+                && standard_metadata.egress_spec != DROP_PORT) {
             classify.apply(hdr, meta);
         }
         if (meta.tracked) {

@@ -5,8 +5,8 @@ control QueueMark(in headers_t hdr, inout egress_meta_t meta,
     Counter<bit<32>, job_id_t>(MAX_JOBS, CounterType_t.PACKETS) marks;
     Random<bit<24>>() coin;
 
-    action set_threshold(bit<32> value) {
-        meta.threshold = value;
+    action set_threshold(bit<32> threshold) {
+        meta.threshold = threshold;
     }
 
     action no_mark() {

@@ -4,14 +4,14 @@
 control QueueMark(in headers_t hdr, inout symphony_meta_t meta,
                   in standard_metadata_t standard_metadata) {
     counter(MAX_JOBS, CounterType.packets) marks;
-    bit<32> threshold = 0;
+    bit<32> ramp_threshold = 0;
 
-    action set_threshold(bit<32> value) {
-        threshold = value;
+    action set_threshold(bit<32> threshold) {
+        ramp_threshold = threshold;
     }
 
     action no_mark() {
-        threshold = 0;
+        ramp_threshold = 0;
     }
 
     table queue_threshold {
@@ -30,7 +30,7 @@ control QueueMark(in headers_t hdr, inout symphony_meta_t meta,
             queue_threshold.apply();
             bit<32> coin;
             random(coin, 0, COIN_MAX);
-            meta.queue_mark = coin < threshold;
+            meta.queue_mark = coin < ramp_threshold;
             if (meta.queue_mark && meta.tracked) {
                 marks.count((bit<32>)meta.job_id);
             }
