@@ -93,7 +93,7 @@ def diff(
         have = actual.get(k)
         if have is None:
             (d.modify if entry.is_default_action else d.insert).append(entry)
-        elif action_of(have) != action_of(entry):
+        elif have is not entry and action_of(have) != action_of(entry):
             d.modify.append(entry)
     return d
 

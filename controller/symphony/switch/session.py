@@ -44,6 +44,8 @@ from symphony.switch.targets import Target, target
 LOG = logging.getLogger(__name__)
 # Updates per WriteRequest: far below gRPC's 4 MiB message limit, few round trips.
 WRITE_BATCH = 500
+# Job-entry encodings kept per session (~1 KiB each); dropped wholesale when this many.
+MAX_CACHED_JOBS = 16384
 
 
 class DesiredSource(Protocol):
@@ -104,6 +106,8 @@ class SwitchSession:
         self._mirror: dict[entries.EntryKey, p4r.TableEntry] = {}
         self._mirror_stale = True
         self._base: dict[entries.EntryKey, p4r.TableEntry] | None = None
+        # Encoded entries per job, keyed by everything they depend on (see _job_entries).
+        self._job_cache: dict[tuple[Any, ...], list[tuple[entries.EntryKey, p4r.TableEntry]]] = {}
         self._ready = asyncio.Event()
         self._device_config = self.target.device_config(self.pipeline)
         self.on_reconciled: Callable[[SwitchSession], None] | None = None
@@ -210,13 +214,16 @@ class SwitchSession:
         want: dict[entries.EntryKey, p4r.TableEntry] = dict(self._base_entries(schema))
         owner: dict[entries.EntryKey, int] = {}
         for job in active:
-            params = self.source.action_params(job, self.target.tick_ns)
-            for spec in desired.job_entries(job, params):
-                pb = entries.encode(spec, schema)
-                k = entries.key_of(pb)
+            for k, pb in self._job_entries(job, schema):
                 want[k] = pb
                 owner[k] = job.job_id
         d = entries.diff(self._mirror, want)
+        # Entries the switch already holds as wanted: keep the desired object in the mirror, so
+        # the next diff recognises them by identity instead of comparing their bytes again.
+        changed = {entries.key_of(e) for e in d.modify}
+        for k, pb in want.items():
+            if k in self._mirror and k not in changed:
+                self._mirror[k] = pb
         # A job is new on this switch when none of its entries is there yet: zero its state
         # before the first entry can classify a packet to it.
         present_jobs = {owner[k] for k in self._mirror if k in owner}
@@ -250,6 +257,22 @@ class SwitchSession:
         self.status.entries = len(self._mirror)
         self.status.jobs = len(active)
         return len(d)
+
+    def _job_entries(self, job: Job, schema: Any) -> list[tuple[entries.EntryKey, p4r.TableEntry]]:
+        """A job's encoded entries with their keys; encoding is cached because every change
+        re-derives the desired state of all jobs on the switch."""
+        params = self.source.action_params(job, self.target.tick_ns)
+        ck = (job.job_id, job.mode, tuple(job.hosts), tuple(sorted(params.items())))
+        got = self._job_cache.get(ck)
+        if got is None:
+            got = []
+            for spec in desired.job_entries(job, params):
+                pb = entries.encode(spec, schema)
+                got.append((entries.key_of(pb), pb))
+            if len(self._job_cache) >= MAX_CACHED_JOBS:
+                self._job_cache.clear()
+            self._job_cache[ck] = got
+        return got
 
     async def _read_all(self, sw: finsy.Switch) -> dict[entries.EntryKey, p4r.TableEntry]:
         got: list[p4r.TableEntry] = []
