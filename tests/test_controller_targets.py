@@ -161,10 +161,12 @@ def test_p4runtime_registers_reset_writes_zero_to_every_slot():
 
 class FakeThrift:
     def __init__(self):
-        self.regs: dict[str, list[int]] = {n: [0] * 16 for n in REGISTERS.values()}
-        self.counters: dict[str, list[int]] = {n: [0] * 16 for n in COUNTERS.values()}
+        self.regs: dict[str, list[int]] = {n: [0] * 64 for n in REGISTERS.values()}
+        self.counters: dict[str, list[int]] = {n: [0] * 64 for n in COUNTERS.values()}
+        self.read_all = 0
 
     def register_read_all(self, name):
+        self.read_all += 1
         return list(self.regs[name])
 
     def register_read(self, name, index):
@@ -195,3 +197,17 @@ def test_thrift_registers_read_and_reset_only_that_job():
     after = asyncio.run(regs.read([3, 4]))
     assert after[3] == JobState()
     assert after[4].step_min == 9 and after[4].packets == 13  # the other job is untouched
+
+
+def test_thrift_registers_many_jobs_read_whole_arrays():
+    fake = FakeThrift()
+    for j in range(1, 41):
+        for name in REGISTERS.values():
+            fake.regs[name][j] = j
+        for name in COUNTERS.values():
+            fake.counters[name][j] = 2 * j
+    regs = ThriftJobRegisters("127.0.0.1", 9090, client=fake)
+    got = asyncio.run(regs.read(range(1, 41)))
+    assert fake.read_all == len(REGISTERS)  # one call per register, not one per job
+    assert all(got[j].step_min == j and got[j].packets == 2 * j for j in range(1, 41))
+    assert asyncio.run(regs.read([7]))[7].alpha == 8 and fake.read_all == len(REGISTERS)

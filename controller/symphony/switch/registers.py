@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Iterable
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol, TypeVar
 
 from symphony.model.pipeline import COUNTERS, REGISTERS, JobState
 
+T = TypeVar("T")
 # Reading this many jobs or more fetches whole register arrays instead of one slot per call.
 READ_ALL_FROM = 32
 
@@ -55,37 +56,39 @@ class ThriftJobRegisters:
                     close()
             self._client = None
 
-    def _read_sync(self, job_ids: list[int]) -> dict[int, JobState]:
+    def _call(self, fn: Callable[[Any], T]) -> T:
+        """``fn(client)`` under the lock; a failure drops the connection (reconnect next time).
+        Long reads take the lock in short turns, so a job's reset never waits for a whole
+        telemetry sweep."""
         with self._lock:
             try:
-                c = self._connect()
-                # A few jobs: one call per slot; many (telemetry): whole arrays, MAX_JOBS each.
-                if len(job_ids) < READ_ALL_FROM:
-                    regs = {
-                        name: {jid: c.register_read(name, jid) for jid in job_ids}
-                        for name in REGISTERS.values()
-                    }
-                else:
-                    regs = {name: c.register_read_all(name) for name in REGISTERS.values()}
-                counters = {
-                    f: c.counter_read_all(name) if hasattr(c, "counter_read_all") else None
-                    for f, name in COUNTERS.items()
-                }
-                out = {}
-                for jid in job_ids:
-                    raw = {name: values[jid] for name, values in regs.items()}
-                    cnt = {}
-                    for f, name in COUNTERS.items():
-                        all_values = counters[f]
-                        _bytes, packets = (
-                            all_values[jid] if all_values is not None else c.counter_read(name, jid)
-                        )
-                        cnt[f] = packets
-                    out[jid] = JobState.from_registers(raw, cnt)
-                return out
+                return fn(self._connect())
             except Exception:
                 self._client = None
                 raise
+
+    def _read_sync(self, job_ids: list[int]) -> dict[int, JobState]:
+        regs: dict[str, Any]
+        # A few jobs: one call per slot; many (telemetry): whole arrays, MAX_JOBS each.
+        if len(job_ids) < READ_ALL_FROM:
+            regs = {
+                name: self._call(lambda c, n=name: {j: c.register_read(n, j) for j in job_ids})
+                for name in REGISTERS.values()
+            }
+        else:
+            regs = {
+                name: self._call(lambda c, n=name: c.register_read_all(n))
+                for name in REGISTERS.values()
+            }
+        out = {}
+        for jid in job_ids:
+            raw = {name: values[jid] for name, values in regs.items()}
+            # bmv2's Thrift API reads one counter cell per call: (bytes, packets).
+            cnt = self._call(
+                lambda c, j=jid: {f: c.counter_read(name, j)[1] for f, name in COUNTERS.items()}
+            )
+            out[jid] = JobState.from_registers(raw, cnt)
+        return out
 
     def _reset_sync(self, job_ids: list[int]) -> None:
         with self._lock:

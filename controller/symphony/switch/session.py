@@ -109,6 +109,9 @@ class SwitchSession:
         # Encoded entries per job, keyed by everything they depend on (see _job_entries).
         self._job_cache: dict[tuple[Any, ...], list[tuple[entries.EntryKey, p4r.TableEntry]]] = {}
         self._ready = asyncio.Event()
+        # sync() coalescing: tickets handed to callers, and the last one a finished sync covered.
+        self._tickets = 0
+        self._synced = 0
         self._device_config = self.target.device_config(self.pipeline)
         self.on_reconciled: Callable[[SwitchSession], None] | None = None
 
@@ -179,8 +182,17 @@ class SwitchSession:
         return changes
 
     async def sync(self) -> int:
-        """Bring the switch to the current desired state, diffing against the mirror."""
+        """Bring the switch to the current desired state, diffing against the mirror.
+
+        Called after the caller committed its change. Concurrent callers coalesce: a sync that
+        began reading the desired state after a caller's commit covers that caller too, so
+        callers queued behind the lock return as soon as such a sync succeeded.
+        """
+        self._tickets += 1
+        ticket = self._tickets
         async with self._lock:
+            if self._synced >= ticket:
+                return 0
             if not self.is_ready:
                 raise SwitchUnavailable(self.name, self.status.last_error or self.status.state)
             sw = self._require()
@@ -204,8 +216,10 @@ class SwitchSession:
         # If a write fails half way, the mirror no longer matches the switch: read it afresh
         # before the next diff.
         self._mirror_stale = True
+        covers = self._tickets  # every commit made before now is in what _sync_steps reads
         changes = await self._sync_steps(sw)
         self._mirror_stale = False
+        self._synced = max(self._synced, covers)
         return changes
 
     async def _sync_steps(self, sw: finsy.Switch) -> int:
