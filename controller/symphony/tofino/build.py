@@ -63,6 +63,15 @@ def compile_tofino2(out: Path, max_jobs: int | None = None) -> Path:
     return log
 
 
+def sizes_max_jobs() -> int:
+    """MAX_JOBS as p4src/shared/sizes.p4 defines it."""
+    for line in (ROOT / "p4src" / "shared" / "sizes.p4").read_text().splitlines():
+        parts = line.split()
+        if parts[:2] == ["#define", "MAX_JOBS"]:
+            return int(parts[2])
+    raise RuntimeError("MAX_JOBS not found in p4src/shared/sizes.p4")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "tofino2")
@@ -80,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     compile_tofino2(args.out, args.max_jobs)
     from symphony.tofino import resources
 
-    report = resources.summarize(args.out)
+    report = resources.summarize(args.out, args.max_jobs or sizes_max_jobs())
     (args.out / "resources.md").write_text(report)
     print(report)
 
