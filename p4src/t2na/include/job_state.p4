@@ -54,7 +54,9 @@ control JobState(inout symphony_meta_t meta, inout tofino_meta_t t) {
     };
     RegisterAction<bit<32>, job_id_t, bit<32>>(psn_rec) psn_rec_max = {
         void apply(inout bit<32> value, out bit<32> now_value) {
-            value = max(value, (bit<32>)meta.p);
+            if ((bit<32>)meta.p > value) {
+                value = (bit<32>)meta.p;
+            }
             now_value = value;
         }
     };
@@ -178,7 +180,7 @@ control JobState(inout symphony_meta_t meta, inout tofino_meta_t t) {
         t.alpha_max_m1 = meta.alpha_max - 1;
         t.total_floor = max(t.old_total, meta.n_sample);
         if (t.rollover == 1 && t.total_floor == t.old_total) {
-            if (t.old_score >= 0) {
+            if (((bit<32>)t.old_score)[31:31] == 0) {
                 t.alpha_m1 = alpha_up.execute(job);
             } else {
                 t.alpha_m1 = alpha_down.execute(job);
