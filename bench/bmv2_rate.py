@@ -14,7 +14,6 @@ ratio of the median rates. Needs a running bmv2 (scripts/run_bench.sh starts one
 from __future__ import annotations
 
 import argparse
-import os
 import socket
 import statistics
 import threading
@@ -92,11 +91,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--packets", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=5)
-    env = os.environ
-    parser.add_argument("--grpc", default=env.get("SYMPHONY_GRPC_ADDR", "127.0.0.1:9559"))
-    parser.add_argument(
-        "--thrift-port", type=int, default=int(env.get("SYMPHONY_THRIFT_PORT", 9090))
-    )
+    env = testbed.Bmv2Env.from_env()  # the switch bmv2_env/ started (SYMPHONY_* variables)
+    parser.add_argument("--grpc", default=env.grpc_addr)
+    parser.add_argument("--thrift-port", type=int, default=env.thrift_port)
     args = parser.parse_args()
 
     build = ROOT / "build" / "bmv2"
@@ -125,7 +122,7 @@ def main() -> None:
                 thrift.counter_reset(name)
             if mode == "on":
                 sw.write(job)
-            got, secs = measure(frames, testbed.host_if(0), testbed.host_if(1))
+            got, secs = measure(frames, env.host_if(0), env.host_if(1))
             if mode == "on":
                 seen = thrift.counter_read(COUNTERS["packets"], JOB)[1]
                 marks = thrift.counter_read(COUNTERS["marks"], JOB)[1]

@@ -20,10 +20,6 @@ BMV2_TICK_NS = 1000
 FORWARD = "SymphonyIngress.forward"
 
 
-def host_if(port: int) -> str:
-    return f"veth{2 * port + 1}"
-
-
 @dataclass(frozen=True)
 class Bmv2Env:
     """One bmv2 instance of bmv2_env/: the same variables and defaults as bmv2_env/env.sh, so a
