@@ -86,6 +86,7 @@ class SymphonyTest(BaseTest):
         self.sw, self.thrift = _Shared.get()
         self.model = Pipeline()
         self._written: list[TableEntrySpec] = []
+        self._params: dict[int, JobParams] = {}  # what each job was installed with
         self._queue_rates_set = False
 
     def tearDown(self) -> None:
@@ -107,6 +108,7 @@ class SymphonyTest(BaseTest):
             self.thrift.set_queue_rate(0)  # 0 = no rate limit again
             self._queue_rates_set = False
         self.model = Pipeline()
+        self._params = {}
 
     # Writes --------------------------------------------------------------------------------
     def write(self, specs: list[TableEntrySpec]) -> None:
@@ -123,9 +125,11 @@ class SymphonyTest(BaseTest):
         hosts: tuple[int, ...] = (),
     ) -> dict[str, int]:
         """Tag and/or host entries plus the job's parameters, on the switch and in the model."""
-        prm = (params or self.default_params()).to_action_params(TICK_NS)
+        params = params or self.default_params()
+        prm = params.to_action_params(TICK_NS)
         self.write(desired.entries_for(job_id, prm, tag=tag, hosts=hosts))
         self.model.install_job(job_id, prm, tag=tag, hosts=hosts)
+        self._params[job_id] = params
         return prm
 
     def set_params(self, job_id: int, params: JobParams) -> None:
@@ -133,24 +137,11 @@ class SymphonyTest(BaseTest):
         prm = params.to_action_params(TICK_NS)
         self.sw.write(desired.entries_for(job_id, prm, tag=False), kind="modify")
         self.model.job_params[job_id] = prm
+        self._params[job_id] = params
 
     def set_window(self, job_id: int, t_win_us: float) -> None:
         """Only T_win changes: T_WIN_ALWAYS_US closes a window at the next packet."""
-        params = self.params_of(job_id)
-        self.set_params(job_id, replace(params, t_win_us=t_win_us))
-
-    def params_of(self, job_id: int) -> JobParams:
-        prm = self.model.job_params[job_id]
-        return replace(
-            self.default_params(),
-            k=0.0 if not prm["mark_enable"] else 2 ** (prm["k_log"] / 256 - 16),
-            tau=prm["tau_q8"] / 256,
-            t_win_us=prm["t_win"] * TICK_NS / 1000,
-            n_warmup=prm["n_warmup"],
-            n_sample=prm["n_sample"],
-            alpha_max=prm["alpha_max"],
-            psn_mode="absolute" if prm["psn_absolute"] else "relative",
-        )
+        self.set_params(job_id, replace(self._params[job_id], t_win_us=t_win_us))
 
     def default_params(self) -> JobParams:
         """Test defaults: no window ever closes, a small warm-up and sample guard."""
