@@ -31,7 +31,7 @@ def missing_toolchain() -> str | None:
     if shutil.which("p4c", path=path) is None:
         return "p4c not found"
     if shutil.which("p4c-barefoot", path=path) is None:
-        return "p4c's Tofino backend (p4c-barefoot) not found: p4c was built without it"
+        return "p4c's Tofino backend (p4c-barefoot) not found on PATH or in /opt/p4/bin"
     return None
 
 
