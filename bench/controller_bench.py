@@ -84,24 +84,15 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="symphony-bench-"))
     api = f"127.0.0.1:{free_port()}"
-    (tmp / "c.toml").write_text(f"""
-database = "jobs.db"
-[api]
-listen = "{api}"
-[metrics]
-listen = "127.0.0.1:{free_port()}"
-[pipelines.bmv2]
-p4info = "{P4INFO}"
-device_config = "{BMV2_JSON}"
-[[switches]]
-name = "s1"
-address = "{ENV.grpc_addr}"
-device_id = {ENV.device_id}
-target = "bmv2"
-thrift_port = {ENV.thrift_port}
-ports = [{{ port = 0 }}, {{ port = 1 }}]
-routes = [{{ prefix = "10.0.1.0/24", port = 1 }}]
-""")
+    (tmp / "c.toml").write_text(
+        ENV.controller_toml(
+            api=api,
+            metrics=f"127.0.0.1:{free_port()}",
+            p4info=P4INFO,
+            bmv2_json=BMV2_JSON,
+            ports=2,
+        )
+    )
     log = open(tmp / "controller.log", "wb")  # noqa: SIM115 - lives as long as the daemon
     proc = subprocess.Popen(
         [

@@ -95,28 +95,16 @@ class Controller:
         self.tmp = tmp
         self.api = f"127.0.0.1:{free_port()}"
         self.cfg = tmp / "controller.toml"
-        self.cfg.write_text(f"""
-database = "jobs.db"
-[controller]
-reconcile_interval_s = 60
-backoff_initial_s = 0.05
-backoff_max_s = 0.5
-[api]
-listen = "{self.api}"
-[metrics]
-listen = "127.0.0.1:{free_port()}"
-[pipelines.bmv2]
-p4info = "{P4INFO}"
-device_config = "{BMV2_JSON}"
-[[switches]]
-name = "s1"
-address = "{ENV.grpc_addr}"
-device_id = {ENV.device_id}
-target = "bmv2"
-thrift_port = {ENV.thrift_port}
-ports = [{{ port = 0 }}, {{ port = 1 }}, {{ port = 2 }}, {{ port = 3 }}]
-routes = [{{ prefix = "10.0.0.0/24", port = 0 }}, {{ prefix = "10.0.1.0/24", port = 1 }}]
-""")
+        self.cfg.write_text(
+            ENV.controller_toml(
+                api=self.api,
+                metrics=f"127.0.0.1:{free_port()}",
+                p4info=P4INFO,
+                bmv2_json=BMV2_JSON,
+                controller="reconcile_interval_s = 60\nbackoff_initial_s = 0.05\n"
+                "backoff_max_s = 0.5",
+            )
+        )
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:

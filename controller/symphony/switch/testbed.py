@@ -57,6 +57,41 @@ class Bmv2Env:
         """Where tests send to and sniff switch port ``port``."""
         return f"veth{self.veth_base + 2 * port + 1}"
 
+    def controller_toml(
+        self,
+        *,
+        api: str,
+        metrics: str,
+        p4info: Path,
+        bmv2_json: Path,
+        ports: int = PORTS,
+        controller: str = "",
+    ) -> str:
+        """A controller config for this switch alone (name "s1"): 10.0.i.0/24 -> port i for the
+        first `ports` ports; `controller` is the body of an optional [controller] section."""
+        port_list = ", ".join(f"{{ port = {i} }}" for i in range(ports))
+        routes = ", ".join(
+            f'{{ prefix = "10.0.{i}.0/24", port = {i} }}' for i in range(min(ports, 2))
+        )
+        section = f"[controller]\n{controller.strip()}\n" if controller else ""
+        return f"""database = "jobs.db"
+{section}[api]
+listen = "{api}"
+[metrics]
+listen = "{metrics}"
+[pipelines.bmv2]
+p4info = "{p4info}"
+device_config = "{bmv2_json}"
+[[switches]]
+name = "s1"
+address = "{self.grpc_addr}"
+device_id = {self.device_id}
+target = "bmv2"
+thrift_port = {self.thrift_port}
+ports = [{port_list}]
+routes = [{routes}]
+"""
+
     def environ(self) -> dict[str, str]:
         """The variables bmv2_env/start.sh and stop.sh read, for this instance."""
         return {
