@@ -60,12 +60,14 @@ control Throttle(inout symphony_meta_t meta, inout tofino_meta_t t) {
         t.warm_floor = max(meta.psn_rec, meta.n_warmup);
         if (meta.mark_enable == 1 && !meta.is_last && t.later == 1
                 && t.warm_floor != meta.n_warmup && meta.p_known && meta.p != 0) {
+            // alpha is known last (job_state.p4 updates it at the end of the chain), so the
+            // sum is ordered to add its log last: one stage after the log_alpha lookup.
             log_p.apply();
             log_psn_rec.apply();
             log_alpha.apply();
-            t.lhs = (bit<32>)meta.log_p + (bit<32>)meta.log_alpha;
-            t.lhs = t.lhs + (bit<32>)meta.k_log;
-            t.d32 = t.lhs - (bit<32>)meta.log_psn_rec;
+            t.lhs = (bit<32>)meta.log_p + (bit<32>)meta.k_log;
+            t.lhs = t.lhs - (bit<32>)meta.log_psn_rec;
+            t.d32 = t.lhs + (bit<32>)meta.log_alpha;
             meta.d = t.d32[15:0];
             // d32 < 0 means P < 2^-16: no lookup, no mark.
             if (!meta.lut_miss && t.d32[31:31] == 0) {
