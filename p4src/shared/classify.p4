@@ -17,6 +17,9 @@ control Classify(in headers_t hdr, inout symphony_meta_t meta) {
         key = { hdr.bth.opcode: exact @name("opcode"); }
         actions = { data; not_data; }
         const default_action = not_data();
+#if defined(__TARGET_TOFINO__)
+        size = 32;  // the 24 data opcodes: Tofino asks for a size, v1model warns at one
+#endif
         const entries = {
             0x00: data(1, 0);   0x20: data(1, 0);    // SEND FIRST
             0x01: data(0, 0);  0x21: data(0, 0);   // SEND MIDDLE
@@ -45,7 +48,7 @@ control Classify(in headers_t hdr, inout symphony_meta_t meta) {
         key = { meta.tag: exact @name("tag"); }
         actions = { set_job; @defaultonly untracked; }
         default_action = untracked();
-        size = MAX_JOBS;
+        size = TAG_TABLE_SIZE;
     }
 
     table job_by_src {
@@ -76,24 +79,26 @@ control Classify(in headers_t hdr, inout symphony_meta_t meta) {
         size = MAX_JOBS;
     }
 
+    // The opcode and the job lookups are independent, so a pipelined target runs them side by
+    // side; a packet is tracked when both say so.
     apply {
         meta.job_id = 0;
+        meta.step = hdr.udp.src_port;
+        meta.tag = hdr.bth.resv6 ++ hdr.bth.resv7;
         if (hdr.bth.tver == 0) {
             opcode_class.apply();
         }
-        if (meta.tracked) {
-            meta.step = hdr.udp.src_port;
-            meta.tag = hdr.bth.resv6 ++ hdr.bth.resv7;
-            if (meta.tag != 0) {
-                job_by_tag.apply();
-            }
-            if (meta.job_id == 0) {
-                job_by_src.apply();
-            }
-            if (meta.job_id != 0) {
-                job_params.apply();
-            }
-            meta.tracked = meta.job_id != 0;
+        if (meta.tag != 0) {
+            job_by_tag.apply();
+        }
+        if (meta.job_id == 0) {
+            job_by_src.apply();
+        }
+        if (meta.tracked && meta.job_id != 0) {
+            job_params.apply();
+        }
+        if (meta.job_id == 0) {
+            meta.tracked = false;
         }
     }
 }

@@ -7,14 +7,22 @@
 #ifndef MAX_JOBS
 #define MAX_JOBS 16384
 #endif
-// Hashed per-flow PSN base slots (flow = IPv4 source + BTH destination QP).
+// Hashed per-flow PSN base slots (flow = IPv4 source + BTH destination QP). On Tofino2 one
+// stateful ALU's register must fit one stage: 32768 64-bit slots take 17 SRAMs and 17 map RAMs,
+// 65536 would take 33 of each, more than a stage's switchbox can reach (docs/tofino.md).
 #ifndef FLOW_SLOTS
+#if defined(__TARGET_TOFINO__)
+#define FLOW_SLOTS 32768
+#else
 #define FLOW_SLOTS 65536
+#endif
 #endif
 // IPv4 source -> Job_ID entries for hosts that cannot tag.
 #ifndef HOST_TABLE_SIZE
 #define HOST_TABLE_SIZE 16384
 #endif
+// Tag -> Job_ID entries: the tag has 13 bits.
+#define TAG_TABLE_SIZE 8192
 #define ROUTE_TABLE_SIZE 1024
 #define PORT_TABLE_SIZE 512
 // log2 LPM tables: 2^7 - 1 exact entries + 17 exponents x 2^6 mantissas = 1215 (model/tables.py).

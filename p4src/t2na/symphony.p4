@@ -28,27 +28,31 @@ control SymphonyIngress(inout headers_t hdr,
     PsnTracker() psn;
     JobState() job_state;
     Throttle() throttle;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) clock;
 
     apply {
         forward.apply(hdr, ig_intr_md, ig_dprsr_md, ig_tm_md);
         meta.s.tracked = false;
         meta.s.symphony_mark = false;
         meta.s.job_id = 0;
+        meta.bridge.setValid();
+        meta.bridge.tracked = 0;
+        meta.bridge.symphony_mark = 0;
+        meta.bridge._pad = 0;
         // As on v1model: parser errors, non-RoCE and dropped packets stay untracked.
         if (ig_prsr_md.parser_err == 0 && hdr.bth.isValid() && ig_dprsr_md.drop_ctl == 0) {
             classify.apply(hdr, meta.s);
         }
         if (meta.s.tracked) {
+            // Tofino actions cannot test a condition: the bool becomes a bit through a gateway.
+            meta.bridge.tracked = 1;
             psn.apply(hdr, meta.s, meta.t);
-            // Windows run on a 1.024 us clock: the low 32 bits of the ns timestamp >> 10.
-            meta.t.now = ig_prsr_md.global_tstamp[41:10];
+            // Windows run on a 1.024 us clock: bits 41..10 of the ns timestamp. An identity hash
+            // picks them out of the crossbar already aligned (a shift would span two containers).
+            meta.t.now = clock.get({ ig_prsr_md.global_tstamp[41:10] });
             job_state.apply(meta.s, meta.t);
-            throttle.apply(meta.s, meta.t);
+            throttle.apply(meta.s, meta.t, meta.bridge);
         }
-        meta.bridge.setValid();
-        meta.bridge.tracked = meta.s.tracked ? 1w1 : 1w0;
-        meta.bridge.symphony_mark = meta.s.symphony_mark ? 1w1 : 1w0;
-        meta.bridge._pad = 0;
         meta.bridge.job_id = meta.s.job_id;
     }
 }

@@ -1,7 +1,10 @@
 // SPEC 3 and 4.1-4.3 on Tofino2. Each register is one stateful ALU, visited once per packet; the
-// SPEC's sequential steps become a chain of stages:
-//   win_start (closes the window?)  step_min (old value)  ->  flags in the MAU
-//   -> psn_rec, cnt_total, cnt_op, tau_score  ->  alpha command in the MAU  ->  alpha_m1.
+// SPEC's sequential steps become a chain of stages (docs/tofino.md has the stage map):
+//   win_start (closes the window?), step_min (returns step - old step_min), cnt_total
+//   -> psn_rec -> cnt_op, tau_score -> alpha_m1.
+// A register whose action depends on the packet gets a small hidden table with constant entries
+// that picks exactly one of its RegisterActions: Tofino allows one stateful result per action
+// and wants a register addressed the same way in every action of a table.
 // Differences from v1model, all covered by the golden model's "tofino2" variant:
 // - the window test is serial (signed 32-bit) on a 1.024 us clock: a job idle for more than
 //   2^31 ticks (36 minutes) may see one stale window, never a wrong alpha step;
@@ -29,27 +32,34 @@ control JobState(inout symphony_meta_t meta, inout tofino_meta_t t) {
         }
     };
 
-    // 3. Progress: step_min (returns the value before this packet, for 2. and 4.).
+    // 3. Progress: step_min. Each action returns step - old step_min (the spare ALU of a
+    // single-width register computes it), so the serial order is known one stage earlier.
     RegisterAction<step_t, job_id_t, step_t>(step_min) step_last = {
-        void apply(inout step_t value, out step_t old) {
-            old = value;
-            value = t.step_plus_1;
+        void apply(inout step_t value, out step_t delta) {
+            delta = meta.step - value;
+            value = meta.step + 1;
         }
     };
     RegisterAction<step_t, job_id_t, step_t>(step_min) step_other = {
-        void apply(inout step_t value, out step_t old) {
-            old = value;
+        void apply(inout step_t value, out step_t delta) {
+            delta = meta.step - value;
             if ((int<16>)(meta.step - value) < 0) {
                 value = meta.step;
             }
         }
     };
 
-    // 3. Progress: psn_rec, with the window reset folded in (set / max / keep).
+    // 3. Progress: psn_rec, with the window reset folded in: set to p, zero, max or keep.
     RegisterAction<bit<32>, job_id_t, bit<32>>(psn_rec) psn_rec_set = {
         void apply(inout bit<32> value, out bit<32> now_value) {
-            value = (bit<32>)t.psn_rec_set;
+            value = (bit<32>)meta.p;
             now_value = value;
+        }
+    };
+    RegisterAction<bit<32>, job_id_t, bit<32>>(psn_rec) psn_rec_zero = {
+        void apply(inout bit<32> value, out bit<32> now_value) {
+            value = 0;
+            now_value = 0;
         }
     };
     RegisterAction<bit<32>, job_id_t, bit<32>>(psn_rec) psn_rec_max = {
@@ -66,37 +76,59 @@ control JobState(inout symphony_meta_t meta, inout tofino_meta_t t) {
         }
     };
 
-    // 2. Traffic stats; at a rollover they restart from this packet and return the old window.
-    RegisterAction<bit<32>, job_id_t, bit<32>>(cnt_total) total_restart = {
-        void apply(inout bit<32> value, out bit<32> old) {
-            old = value;
+    // 2. Traffic stats; at a rollover they restart from this packet. cnt_total's restart says
+    // whether the closed window had at least N_sample packets; tau_score's returns its score.
+    RegisterAction<bit<32>, job_id_t, bit<1>>(cnt_total) total_restart = {
+        void apply(inout bit<32> value, out bit<1> enough) {
+            enough = 0;
+            if (value >= meta.n_sample) {
+                enough = 1;
+            }
             value = 1;
         }
     };
-    RegisterAction<bit<32>, job_id_t, bit<32>>(cnt_total) total_count = {
+    RegisterAction<bit<32>, job_id_t, bit<1>>(cnt_total) total_count = {
         void apply(inout bit<32> value) {
             value = value + 1;
         }
     };
+    RegisterAction<bit<32>, job_id_t, bit<32>>(cnt_op) op_restart_later = {
+        void apply(inout bit<32> value) {
+            value = 1;
+        }
+    };
     RegisterAction<bit<32>, job_id_t, bit<32>>(cnt_op) op_restart = {
         void apply(inout bit<32> value) {
-            value = (bit<32>)t.later;
+            value = 0;
         }
     };
     RegisterAction<bit<32>, job_id_t, bit<32>>(cnt_op) op_count = {
         void apply(inout bit<32> value) {
-            value = value + (bit<32>)t.later;
+            value = value + 1;
         }
     };
-    RegisterAction<bit<32>, job_id_t, bit<32>>(tau_score) score_restart = {
+    // The two increments of eq. 5 (256 - tau_q8 for an outpacing packet, -tau_q8 otherwise)
+    // are computed from the job's parameters before the step is known (t.tau_up, t.tau_down).
+    RegisterAction<bit<32>, job_id_t, bit<32>>(tau_score) score_restart_up = {
         void apply(inout bit<32> value, out bit<32> old) {
             old = value;
-            value = (bit<32>)t.tau_inc;
+            value = (bit<32>)t.tau_up;
         }
     };
-    RegisterAction<bit<32>, job_id_t, bit<32>>(tau_score) score_count = {
+    RegisterAction<bit<32>, job_id_t, bit<32>>(tau_score) score_restart_down = {
+        void apply(inout bit<32> value, out bit<32> old) {
+            old = value;
+            value = (bit<32>)t.tau_down;
+        }
+    };
+    RegisterAction<bit<32>, job_id_t, bit<32>>(tau_score) score_up = {
         void apply(inout bit<32> value) {
-            value = value + (bit<32>)t.tau_inc;
+            value = value + (bit<32>)t.tau_up;
+        }
+    };
+    RegisterAction<bit<32>, job_id_t, bit<32>>(tau_score) score_down = {
+        void apply(inout bit<32> value) {
+            value = value + (bit<32>)t.tau_down;
         }
     };
 
@@ -125,69 +157,216 @@ control JobState(inout symphony_meta_t meta, inout tofino_meta_t t) {
         }
     };
 
+    // Off the critical path, in a table of its own (its constants are action data, which an
+    // action that also indexes a register by a hash cannot carry): what eq. 5 adds for an
+    // outpacing packet and for any other, and alpha_max - 1.
+    @hidden action derive() {
+        t.tau_up = 256 - (int<32>)(bit<32>)meta.tau_q8;
+        t.tau_down = 0 - (int<32>)(bit<32>)meta.tau_q8;
+        t.alpha_max_m1 = meta.alpha_max - 1;
+    }
+
+    @hidden table derive_params {
+        actions = { derive; }
+        const default_action = derive();
+        size = 1;
+    }
+
+    // 3. step_min: a LAST moves it past its step, any other packet pulls it back to an earlier
+    // step. A table picks the action, so the stateful ALU runs exactly one.
+    @hidden action step_last_a() {
+        t.step_delta = step_last.execute(meta.job_id);
+    }
+
+    @hidden action step_other_a() {
+        t.step_delta = step_other.execute(meta.job_id);
+    }
+
+    @hidden table step_update {
+        key = { meta.is_last: exact; }
+        actions = { step_last_a; step_other_a; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = 2;
+        const entries = {
+            true: step_last_a();
+            false: step_other_a();
+        }
+    }
+
+    // 2. The window's counters: restart at a rollover, count otherwise; an outpacing packet
+    // counts in cnt_op and adds 256 - tau_q8 to the score. One small table per register picks
+    // the case (Tofino allows one stateful result per action and address), so each stateful ALU
+    // runs exactly one of its actions.
+    @hidden action total_restart_a() {
+        t.enough = total_restart.execute(meta.job_id);
+    }
+
+    @hidden action total_count_a() {
+        total_count.execute(meta.job_id);
+    }
+
+    @hidden table total_stats {
+        key = { t.rollover: exact; }
+        actions = { total_restart_a; total_count_a; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = 2;
+        const entries = {
+            1: total_restart_a();
+            0: total_count_a();
+        }
+    }
+
+    @hidden action op_restart_later_a() {
+        op_restart_later.execute(meta.job_id);
+    }
+
+    @hidden action op_restart_a() {
+        op_restart.execute(meta.job_id);
+    }
+
+    @hidden action op_count_a() {
+        op_count.execute(meta.job_id);
+    }
+
+    @hidden table op_stats {
+        key = {
+            t.rollover: exact;
+            t.later: exact;
+        }
+        actions = { op_restart_later_a; op_restart_a; op_count_a; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = 4;
+        const entries = {
+            (1, 1): op_restart_later_a();
+            (1, 0): op_restart_a();
+            (0, 1): op_count_a();
+        }
+    }
+
+    @hidden action score_restart_up_a() {
+        t.old_score = score_restart_up.execute(meta.job_id);
+    }
+
+    @hidden action score_restart_down_a() {
+        t.old_score = score_restart_down.execute(meta.job_id);
+    }
+
+    @hidden action score_up_a() {
+        score_up.execute(meta.job_id);
+    }
+
+    @hidden action score_down_a() {
+        score_down.execute(meta.job_id);
+    }
+
+    @hidden table score_stats {
+        key = {
+            t.rollover: exact;
+            t.later: exact;
+        }
+        actions = {
+            score_restart_up_a; score_restart_down_a; score_up_a; score_down_a;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = 4;
+        const entries = {
+            (1, 1): score_restart_up_a();
+            (1, 0): score_restart_down_a();
+            (0, 1): score_up_a();
+            (0, 0): score_down_a();
+        }
+    }
+
+    // 1. alpha: at a rollover of a window with at least N_sample packets, up if its score is
+    // >= 0 (eq. 5), else down; otherwise read.
+    @hidden action alpha_inc() {
+        t.alpha_m1 = alpha_up.execute(meta.job_id);
+    }
+
+    @hidden action alpha_dec() {
+        t.alpha_m1 = alpha_down.execute(meta.job_id);
+    }
+
+    @hidden action alpha_get() {
+        t.alpha_m1 = alpha_read.execute(meta.job_id);
+    }
+
+    @hidden table alpha_update {
+        key = {
+            t.rollover: ternary;
+            t.enough: ternary;
+            t.old_score: ternary;  // its sign bit (two's complement)
+        }
+        actions = { alpha_inc; alpha_dec; alpha_get; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = 4;
+        const entries = {
+            (1, 1, 0 &&& 0x80000000): alpha_inc();
+            (1, 1, 0x80000000 &&& 0x80000000): alpha_dec();
+            (_, _, _): alpha_get();
+        }
+    }
+
+    // psn_rec: LAST -> 0; earlier -> p (0 if unknown); same step with known p -> max; a closed
+    // window starts from 0 first. One table picks the action, so the four are exclusive.
+    @hidden action rec_zero() {
+        meta.psn_rec = (psn_t)psn_rec_zero.execute(meta.job_id);
+    }
+
+    @hidden action rec_set() {
+        meta.psn_rec = (psn_t)psn_rec_set.execute(meta.job_id);
+    }
+
+    @hidden action rec_max() {
+        meta.psn_rec = (psn_t)psn_rec_max.execute(meta.job_id);
+    }
+
+    @hidden action rec_keep() {
+        meta.psn_rec = (psn_t)psn_rec_keep.execute(meta.job_id);
+    }
+
+    @hidden table psn_rec_update {
+        key = {
+            meta.is_last: ternary;
+            t.step_delta: ternary;  // sign bit: earlier; all zero: same step
+            meta.p_known: ternary;
+            t.rollover: ternary;
+        }
+        actions = { rec_zero; rec_set; rec_max; rec_keep; @defaultonly NoAction; }
+        // A register action cannot be the miss action here; the last entry catches all.
+        const default_action = NoAction();
+        size = 8;
+        const entries = {
+            (true, _, _, _): rec_zero();
+            (false, 0x8000 &&& 0x8000, true, _): rec_set();
+            (false, 0x8000 &&& 0x8000, false, _): rec_zero();
+            (false, 0, true, 1): rec_set();
+            (false, _, _, 1): rec_zero();
+            (false, 0, true, _): rec_max();
+            (_, _, _, _): rec_keep();
+        }
+    }
+
     apply {
         job_id_t job = meta.job_id;
         t.win_limit = (int<32>)(t.now - meta.t_win);
         t.rollover = window.execute(job);
+        derive_params.apply();
 
-        t.step_plus_1 = meta.step + 1;
-        if (meta.is_last) {
-            t.old_step_min = step_last.execute(job);
-        } else {
-            t.old_step_min = step_other.execute(job);
-        }
-        t.step_delta = meta.step - t.old_step_min;
+        step_update.apply();
+        // Outpacing: serially later than the old step_min (sign of step - old step_min).
         t.later = 0;
-        t.earlier = t.step_delta[15:15];
         if (t.step_delta != 0 && t.step_delta[15:15] == 0) {
             t.later = 1;
         }
 
-        // psn_rec: LAST -> 0; earlier -> p (0 if unknown); same step with known p -> max;
-        // a closed window starts from 0 first.
-        bool same_known = t.step_delta == 0 && meta.p_known;
-        t.psn_rec_set = 0;
-        if (!meta.is_last && t.earlier == 1) {
-            t.psn_rec_set = meta.p;
-        } else if (!meta.is_last && same_known && t.rollover == 1) {
-            t.psn_rec_set = meta.p;
-        }
-        if (meta.is_last || t.earlier == 1 || t.rollover == 1) {
-            meta.psn_rec = (psn_t)psn_rec_set.execute(job);
-        } else if (same_known) {
-            meta.psn_rec = (psn_t)psn_rec_max.execute(job);
-        } else {
-            meta.psn_rec = (psn_t)psn_rec_keep.execute(job);
-        }
+        psn_rec_update.apply();
 
-        int<32> tau_down = -(int<32>)(bit<32>)meta.tau_q8;
-        t.tau_inc = tau_down;
-        if (t.later == 1) {
-            t.tau_inc = 256 + tau_down;
-        }
-        t.old_total = 0;
-        t.old_score = 0;
-        if (t.rollover == 1) {
-            t.old_total = total_restart.execute(job);
-            op_restart.execute(job);
-            t.old_score = (int<32>)score_restart.execute(job);
-        } else {
-            total_count.execute(job);
-            op_count.execute(job);
-            score_count.execute(job);
-        }
-
-        t.alpha_max_m1 = meta.alpha_max - 1;
-        t.total_floor = max(t.old_total, meta.n_sample);
-        if (t.rollover == 1 && t.total_floor == t.old_total) {
-            if (((bit<32>)t.old_score)[31:31] == 0) {
-                t.alpha_m1 = alpha_up.execute(job);
-            } else {
-                t.alpha_m1 = alpha_down.execute(job);
-            }
-        } else {
-            t.alpha_m1 = alpha_read.execute(job);
-        }
+        total_stats.apply();
+        op_stats.apply();
+        score_stats.apply();
+        alpha_update.apply();
         meta.alpha = t.alpha_m1 + 1;
         packets.count(job);
     }

@@ -1,6 +1,7 @@
 // SPEC 2 on Tofino2: the per-flow slot {sig:16 ++ step:16, base} in one 64-bit register pair.
-// A lookup returns psn + 2^24 - base on a match (never 0) and 0 on a mismatch, so one 32-bit
-// return value carries both p and "known".
+// The base is stored with bit 24 set, so a lookup returns a non-zero base on a match and 0 on a
+// mismatch: one 32-bit return value carries both "known" and, after one subtraction in the MAU
+// (a paired stateful ALU may subtract only into the register), p = psn - base mod 2^24.
 struct flow_slot_t {
     bit<32> key;
     bit<32> base;
@@ -14,37 +15,48 @@ control PsnTracker(in headers_t hdr, inout symphony_meta_t meta, inout tofino_me
     RegisterAction<flow_slot_t, bit<16>, bit<32>>(flow_base) flow_start = {
         void apply(inout flow_slot_t value) {
             value.key = t.flow_key;
-            value.base = (bit<32>)hdr.bth.psn;
+            value.base = t.psn_plus;
         }
     };
 
     RegisterAction<flow_slot_t, bit<16>, bit<32>>(flow_base) flow_lookup = {
         void apply(inout flow_slot_t value, out bit<32> rv) {
             if (value.key == t.flow_key) {
-                rv = t.psn_plus - value.base;
+                rv = value.base;
             } else {
                 rv = 0;
             }
         }
     };
 
-    apply {
+    // The hashes get a table of their own: a keyless table whose action reads a hash unit
+    // cannot also carry constants (action data). The key is sig:16 ++ step:16.
+    @hidden action hash_flow() {
         t.flow_slot = slot_hash.get({ hdr.ipv4.src_addr, hdr.bth.dqpn });
-        bit<16> sig = sig_hash.get({ hdr.ipv4.src_addr, hdr.bth.dqpn });
-        t.flow_key = (sig | 0x8000) ++ meta.step;
-        t.psn_plus = (bit<32>)hdr.bth.psn + 0x1000000;
-        if (meta.is_first) {
+        t.flow_key = sig_hash.get({ hdr.ipv4.src_addr, hdr.bth.dqpn }) ++ meta.step;
+    }
+
+    @hidden table flow_hashes {
+        actions = { hash_flow; }
+        const default_action = hash_flow();
+        size = 1;
+    }
+
+    apply {
+        flow_hashes.apply();
+        t.psn_plus = 8w1 ++ hdr.bth.psn;  // psn + 2^24: a stored base is never 0
+        if (meta.psn_absolute == 1) {
+            meta.p = hdr.bth.psn;
+            meta.p_known = true;
+        } else if (meta.is_first) {
             flow_start.execute(t.flow_slot);
             meta.p_known = true;
             meta.p = 0;
         } else {
+            // An empty slot (key and base 0) reads as a mismatch: its base is 0.
             t.flow_rv = flow_lookup.execute(t.flow_slot);
             meta.p_known = t.flow_rv != 0;
-            meta.p = t.flow_rv[23:0];
-        }
-        if (meta.psn_absolute == 1) {
-            meta.p = hdr.bth.psn;
-            meta.p_known = true;
+            meta.p = hdr.bth.psn - t.flow_rv[23:0];
         }
     }
 }

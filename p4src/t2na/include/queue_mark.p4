@@ -13,6 +13,17 @@ control QueueMark(in headers_t hdr, inout egress_meta_t meta,
         meta.threshold = 0;
     }
 
+    // coin < threshold as the sign of coin - threshold (throttle.p4 explains the table).
+    @hidden action toss() {
+        meta.coin_diff = meta.coin - meta.threshold;
+    }
+
+    @hidden table toss_coin {
+        actions = { toss; }
+        const default_action = toss();
+        size = 1;
+    }
+
     table queue_threshold {
         key = {
             eg_intr_md.egress_port: exact @name("egress_port");
@@ -29,10 +40,13 @@ control QueueMark(in headers_t hdr, inout egress_meta_t meta,
             queue_threshold.apply();
         }
         meta.coin = (bit<32>)coin.get();
-        meta.coin_diff = meta.threshold - meta.coin;
-        meta.queue_mark = meta.coin_diff != 0 && meta.coin_diff[31:31] == 0;
-        if (meta.queue_mark && meta.bridge.tracked == 1) {
-            marks.count(meta.bridge.job_id);
+        toss_coin.apply();
+        meta.queue_mark = false;
+        if (meta.coin_diff[31:31] == 1) {
+            meta.queue_mark = true;
+            if (meta.bridge.tracked == 1) {
+                marks.count(meta.bridge.job_id);
+            }
         }
     }
 }

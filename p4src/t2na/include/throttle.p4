@@ -1,6 +1,7 @@
 // SPEC 4.4 and 5 on Tofino2: the same tables, keys and actions as v1model (throttle.p4 there
 // explains the arithmetic); comparisons become subtractions whose sign a gateway tests.
-control Throttle(inout symphony_meta_t meta, inout tofino_meta_t t) {
+// The decision goes straight into the bridged header: a copy after the chain would cost a stage.
+control Throttle(inout symphony_meta_t meta, inout tofino_meta_t t, inout bridge_h bridge) {
     Counter<bit<32>, job_id_t>(MAX_JOBS, CounterType_t.PACKETS) marks;
     Random<bit<24>>() coin;
 
@@ -8,20 +9,39 @@ control Throttle(inout symphony_meta_t meta, inout tofino_meta_t t) {
         meta.lut_miss = true;
     }
 
+    // The three lookups are a chain of stages, and each action does its own step of the sum
+    // d = log p + k_log - log psn_rec + log alpha, two operands per instruction; action data can
+    // only be the first operand of a subtraction, so the partial sum changes sign twice.
+    // 16 bits hold it with its sign: every term is below 24 * 256, so d lies in
+    // [-6144, 14336] and bit 15 is set exactly when d < 0.
     action set_log_p(log_t value) {
-        meta.log_p = value;
+        t.partial = value + meta.k_log;              // log p + k_log
     }
 
     action set_log_psn_rec(log_t value) {
-        meta.log_psn_rec = value;
+        t.partial = value - t.partial;               // log psn_rec - log p - k_log
     }
 
+    // alpha is known last (job_state.p4 updates it at the end of its chain), so its log is added
+    // last: one stage after the log_psn_rec lookup.
     action set_log_alpha(log_t value) {
-        meta.log_alpha = value;
+        meta.d = value - t.partial;                  // log alpha + log p + k_log - log psn_rec
     }
 
     action set_threshold(bit<32> threshold) {
         meta.threshold = threshold;
+    }
+
+    // coin < threshold as the sign of coin - threshold (both below 2^25), computed in a table of
+    // its own so that the gateway tests a field, not an expression.
+    @hidden action toss() {
+        t.coin_diff = t.coin - meta.threshold;
+    }
+
+    @hidden table toss_coin {
+        actions = { toss; }
+        const default_action = toss();
+        size = 1;
     }
 
     table log_p {
@@ -55,27 +75,24 @@ control Throttle(inout symphony_meta_t meta, inout tofino_meta_t t) {
     apply {
         meta.symphony_mark = false;
         meta.threshold = 0;
-        // Outpacing against the new step_min: a LAST moved it past this step; an earlier step
-        // moved it onto this step; otherwise it is the old one (job_state.p4).
+        // The coin and the lookups run as soon as their inputs exist; only the threshold
+        // lookup waits for every condition of SPEC 5.
+        t.coin = (bit<32>)coin.get();
         t.warm_floor = max(meta.psn_rec, meta.n_warmup);
-        if (meta.mark_enable == 1 && !meta.is_last && t.later == 1
-                && t.warm_floor != meta.n_warmup && meta.p_known && meta.p != 0) {
-            // alpha is known last (job_state.p4 updates it at the end of the chain), so the
-            // sum is ordered to add its log last: one stage after the log_alpha lookup.
+        if (meta.p_known && meta.p != 0) {
             log_p.apply();
             log_psn_rec.apply();
             log_alpha.apply();
-            t.lhs = (bit<32>)meta.log_p + (bit<32>)meta.k_log;
-            t.lhs = t.lhs - (bit<32>)meta.log_psn_rec;
-            t.d32 = t.lhs + (bit<32>)meta.log_alpha;
-            meta.d = t.d32[15:0];
-            // d32 < 0 means P < 2^-16: no lookup, no mark.
-            if (!meta.lut_miss && t.d32[31:31] == 0) {
+            // Outpacing against the new step_min: a LAST moved it past this step; an earlier
+            // step moved it onto this step; otherwise it is the old one (job_state.p4).
+            // d < 0 means P < 2^-16: no lookup, no mark.
+            if (meta.mark_enable == 1 && !meta.is_last && t.later == 1
+                    && t.warm_floor != meta.n_warmup && !meta.lut_miss && meta.d[15:15] == 0) {
                 prob_threshold.apply();
-                t.coin = (bit<32>)coin.get();
-                t.coin_diff = meta.threshold - t.coin;
-                if (t.coin_diff != 0 && t.coin_diff[31:31] == 0) {
+                toss_coin.apply();
+                if (t.coin_diff[31:31] == 1) {
                     meta.symphony_mark = true;
+                    bridge.symphony_mark = 1;
                     marks.count(meta.job_id);
                 }
             }

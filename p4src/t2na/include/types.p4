@@ -14,25 +14,20 @@ struct tofino_meta_t {
     bit<1>  rollover;
     bit<16> flow_slot;
     bit<32> flow_key;       // sig:16 ++ step:16
-    bit<32> psn_plus;       // psn + 2^24: the flow lookup returns psn + 2^24 - base, never 0
-    bit<32> flow_rv;
-    step_t  step_plus_1;
-    step_t  old_step_min;
+    bit<32> psn_plus;       // psn + 2^24 (bit 24 marks a stored base as valid)
+    bit<32> flow_rv;        // the stored base (psn + 2^24) on a match, 0 on a mismatch
     step_t  step_delta;     // step - old step_min (serial order from its top bit)
     bit<1>  later;          // step serially later than the old step_min (an outpacing packet)
-    bit<1>  earlier;
-    psn_t   psn_rec_set;    // the value psn_rec is set to, when it is set
-    int<32> tau_inc;        // 256 * [outpacing] - tau_q8: the running form of eq. 5
-    int<32> old_score;
-    bit<32> old_total;
-    bit<32> total_floor;    // max(old cnt_total, N_sample): equal to old cnt_total iff >= N_sample
+    int<32> tau_up;         // 256 - tau_q8: eq. 5's running sum for an outpacing packet
+    int<32> tau_down;       // -tau_q8: for any other packet
+    bit<32> old_score;      // the closed window's score (two's complement)
+    bit<1>  enough;         // the closed window held at least N_sample packets
     bit<8>  alpha_m1;
     bit<8>  alpha_max_m1;
     psn_t   warm_floor;     // max(psn_rec, N_warmup): equal to N_warmup iff psn_rec <= N_warmup
-    bit<32> lhs;
-    bit<32> d32;
+    log_t   partial;        // the partial sum of d (throttle.p4)
     bit<32> coin;
-    bit<32> coin_diff;      // threshold - coin: positive iff coin < threshold
+    bit<32> coin_diff;      // coin - threshold: negative iff coin < threshold
 }
 
 struct ingress_meta_t {
