@@ -115,3 +115,29 @@ def test_bmv2_hash_algorithms() -> None:
     # The standard check values of CRC-32 and CRC-16/ARC.
     assert ar.crc32(b"123456789") == 0xCBF43926
     assert ar.crc16(b"123456789") == 0xBB3D
+
+
+def test_tofino_16_bit_d_equals_the_exact_sum_everywhere() -> None:
+    # t2na sums d in 16 bits and reads its sign from bit 15 (docs/tofino.md). Every log table
+    # value lies in a small set, so the extremes and a sweep cover the whole input space.
+    xs = [1, 2, 3, 1 << 12, (1 << 24) - 1]
+    alphas = [1, 2, 31, 32, ar.ALPHA_LIMIT]
+    k_logs = [ar.k_to_log(ar.K_MIN), ar.k_to_log(0.01), ar.k_to_log(1.0), ar.k_to_log(255.99)]
+    for p in xs:
+        for rec in xs:
+            for a in alphas:
+                for k_log in k_logs:
+                    exact = ar.log2_fixed(p) + ar.log2_alpha(a) + k_log - ar.log2_fixed(rec)
+                    assert -(1 << 15) < exact < (1 << 15)
+                    assert ar.d_tofino(k_log, a, p, rec) == exact
+    rng = random.Random(4)
+    for _ in range(20000):
+        p = rng.randrange(1, 1 << 24)
+        rec = rng.randrange(1, 1 << 24)
+        a = rng.randrange(1, ar.ALPHA_LIMIT + 1)
+        k_log = rng.choice(k_logs)
+        exact = ar.log2_fixed(p) + ar.log2_alpha(a) + k_log - ar.log2_fixed(rec)
+        assert ar.d_tofino(k_log, a, p, rec) == exact
+        assert ar.mark_threshold(k_log, a, p, rec, tofino=True) == ar.mark_threshold(
+            k_log, a, p, rec
+        )

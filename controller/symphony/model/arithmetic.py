@@ -110,16 +110,32 @@ def threshold_for(d: int) -> int:
     return _threshold_table()[d]
 
 
-def mark_threshold(k_log: int, alpha: int, p: int, psn_rec: int) -> int:
+def mark_threshold(k_log: int, alpha: int, p: int, psn_rec: int, *, tofino: bool = False) -> int:
     """The coin threshold the switch applies to an outpacing packet with known p > 0 and
-    psn_rec > 0: the whole of SPEC section 5 in integers."""
+    psn_rec > 0: the whole of SPEC section 5 in integers. `tofino` computes d as the t2na
+    program does (d_tofino); the result is the same for every input (tested)."""
     if p == 0:
         return 0  # P = k * alpha * 0 / psn_rec
-    lhs = log2_fixed(p) + log2_alpha(alpha) + k_log
-    rhs = log2_fixed(psn_rec)
-    if lhs < rhs:
+    if tofino:
+        d = d_tofino(k_log, alpha, p, psn_rec)
+    else:
+        d = log2_fixed(p) + log2_alpha(alpha) + k_log - log2_fixed(psn_rec)
+    if d < 0:
         return 0  # P < 2^-16: below the table's domain
-    return threshold_for(lhs - rhs)
+    return threshold_for(d)
+
+
+D_BITS = 16
+
+
+def d_tofino(k_log: int, alpha: int, p: int, psn_rec: int) -> int:
+    """d as p4src/t2na/include/throttle.p4 sums it: in 16-bit registers, two operands per step,
+    action data only as the first operand of a subtraction, then read back as signed."""
+    mask = (1 << D_BITS) - 1
+    partial = (log2_fixed(p) + k_log) & mask
+    partial = (log2_fixed(psn_rec) - partial) & mask
+    d = (log2_alpha(alpha) - partial) & mask
+    return d - (1 << D_BITS) if d >> (D_BITS - 1) else d
 
 
 def exact_probability(k: float, alpha: int, p: int, psn_rec: int) -> float:

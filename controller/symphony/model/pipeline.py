@@ -28,6 +28,8 @@ REGISTERS: dict[str, str] = {
     "cnt_op": f"{JOB_STATE}.cnt_op",
     "win_start": f"{JOB_STATE}.win_start",
 }
+# Tofino2 only: eq. 5 as a running sum (docs/tofino.md); part of a job's state to clear on release.
+TOFINO_REGISTERS: dict[str, str] = {"tau_score": f"{JOB_STATE}.tau_score"}
 FLOW_REGISTER = "SymphonyIngress.psn.flow_base"
 # Per-job packet counters (index = Job_ID).
 COUNTERS: dict[str, str] = {
@@ -264,7 +266,9 @@ class Pipeline:
         threshold = 0
         outpacing = ar.step_later(s, st.step_min)
         if prm["mark_enable"] and outpacing and st.psn_rec > prm["n_warmup"] and p is not None:
-            threshold = ar.mark_threshold(prm["k_log"], st.alpha, p, st.psn_rec)
+            threshold = ar.mark_threshold(
+                prm["k_log"], st.alpha, p, st.psn_rec, tofino=self.target == "tofino2"
+            )
         if threshold == 0:
             mark: bool | None = False
         elif threshold >= ar.COIN_RANGE:

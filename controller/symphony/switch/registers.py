@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
-from symphony.model.pipeline import COUNTERS, REGISTERS, JobState
+from symphony.model.pipeline import COUNTERS, REGISTERS, TOFINO_REGISTERS, JobState
 
 T = TypeVar("T")
 # Reading this many jobs or more fetches whole register arrays instead of one slot per call.
@@ -143,7 +143,8 @@ class P4RuntimeJobRegisters:
 
         updates: list[Any] = []
         for j in job_ids:
-            updates += [~P4RegisterEntry(name, index=j, data=0) for name in REGISTERS.values()]
+            names = [*REGISTERS.values(), *TOFINO_REGISTERS.values()]
+            updates += [~P4RegisterEntry(name, index=j, data=0) for name in names]
             zero = P4CounterData(byte_count=0, packet_count=0)
             updates += [~P4CounterEntry(name, index=j, data=zero) for name in COUNTERS.values()]
         if updates:
