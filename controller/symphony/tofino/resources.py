@@ -13,20 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from symphony.model.pipeline import COUNTERS, REGISTERS, TOFINO_REGISTERS
+
 # Tofino2: 20 MAU stages; per stage 80 SRAMs (128 Kbit), 24 TCAMs (44 x 512), 4 stateful ALUs.
 STAGES = 20
 SRAM_BITS = 128 * 1024
-
-# Per-job state as declared in p4src/t2na/include/job_state.p4 (bytes of register per job).
-T2NA_STATE_BYTES = {
-    "win_start": 4,
-    "step_min": 2,
-    "psn_rec": 4,
-    "cnt_total": 4,
-    "cnt_op": 4,
-    "tau_score": 4,
-    "alpha_m1": 1,
-}
 
 
 @dataclass
@@ -44,6 +35,36 @@ class Summary:
     stages_used: list[int]
     n_stages: int
     tables: dict[str, TableUse]
+
+    @property
+    def depth(self) -> int:
+        """Stages the pipeline runs through: the last used stage + 1 (gaps still count)."""
+        return max(self.stages_used) + 1 if self.stages_used else 0
+
+
+@dataclass(frozen=True)
+class PerIndexArray:
+    """A register (stateful table) or counter (statistics table) from context.json."""
+
+    name: str
+    kind: str  # "register" | "counter"
+    size: int
+    bits: int  # per index
+
+
+def per_index_arrays(context: Path) -> list[PerIndexArray]:
+    """Registers and counters with their size and width per index, as the compiler placed them."""
+    out: list[PerIndexArray] = []
+    for t in json.loads(context.read_text()).get("tables", []):
+        if t.get("table_type") == "stateful":
+            bits = int(t["alu_width"]) * (2 if t.get("dual_width_mode") else 1)
+            out.append(PerIndexArray(t["name"], "register", int(t["size"]), bits))
+        elif t.get("table_type") == "statistics":
+            bits = int(t.get("packet_counter_resolution", 0)) + int(
+                t.get("byte_counter_resolution", 0)
+            )
+            out.append(PerIndexArray(t["name"], "counter", int(t["size"]), bits))
+    return out
 
 
 def _find(out: Path, name: str) -> Path | None:
@@ -88,7 +109,8 @@ def summarize(out: Path, max_jobs: int | None = None) -> str:
     s = parse_resources(res)
     stage_list = ", ".join(map(str, s.stages_used))
     lines += [
-        f"Stages used: **{len(s.stages_used)} of {s.n_stages}** ({stage_list})",
+        f"Pipeline depth: **{s.depth} of {s.n_stages} stages**; stages holding tables: "
+        f"{len(s.stages_used)} ({stage_list})",
         "",
         "| table / register | stages | SRAM | TCAM | map RAM | stateful ALU | gateway |",
         "| --- | --- | --- | --- | --- | --- | --- |",
@@ -110,18 +132,40 @@ def summarize(out: Path, max_jobs: int | None = None) -> str:
         f" {total.stateful_alus} | |",
         "",
     ]
-    per_job = sum(T2NA_STATE_BYTES.values())
-    lines.append(
-        f"Per-job state: {per_job} bytes of registers "
-        f"({', '.join(f'{k} {v}' for k, v in T2NA_STATE_BYTES.items())}) plus three 32-bit "
-        "packet counters (packets, Symphony marks, queue marks)."
-    )
-    if max_jobs:
-        lines.append(
-            f"Compiled with MAX_JOBS = {max_jobs}: {max_jobs - 1} jobs fit "
-            f"({max_jobs * per_job // 1024} KiB of per-job registers)."
-        )
+    lines += _per_job(out, max_jobs)
     return "\n".join(lines) + "\n"
+
+
+def _per_job(out: Path, max_jobs: int | None) -> list[str]:
+    """State bytes per job and the jobs that fit, from the arrays indexed by Job_ID."""
+    context = _find(out, "context.json")
+    if context is None or not max_jobs:
+        return []
+    # Job state is what the golden model calls so; the flow slots are indexed by a hash.
+    job_arrays = {*REGISTERS.values(), *TOFINO_REGISTERS.values(), *COUNTERS.values()}
+    arrays = [a for a in per_index_arrays(context) if a.name in job_arrays]
+    regs = [a for a in arrays if a.kind == "register"]
+    counters = [a for a in arrays if a.kind == "counter"]
+    reg_bytes = sum(a.bits for a in regs) // 8
+    cnt_bytes = sum(a.bits for a in counters) // 8
+    lines = [
+        "Per-job state (arrays indexed by Job_ID, from context.json):",
+        "",
+        "| array | kind | bits per job |",
+        "| --- | --- | --- |",
+    ]
+    lines += [f"| `{a.name}` | {a.kind} | {a.bits} |" for a in sorted(arrays, key=lambda a: a.name)]
+    others = [a for a in per_index_arrays(context) if a.name not in job_arrays]
+    lines += [
+        "",
+        f"State bytes per job: **{reg_bytes} bytes of registers** + {cnt_bytes} bytes of "
+        f"counters. Compiled with MAX_JOBS = {max_jobs}: **{max_jobs - 1} jobs fit** "
+        f"(Job_ID 0 means untracked); {max_jobs * reg_bytes // 1024} KiB of per-job registers.",
+    ]
+    lines += [
+        f"Also: `{a.name}` ({a.kind}, {a.size} x {a.bits} bits, not per job)." for a in others
+    ]
+    return lines
 
 
 def main() -> None:

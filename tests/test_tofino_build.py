@@ -1,0 +1,102 @@
+"""The Tofino2 build against the bmv2 one: one controller code path drives both.
+
+Runs in the test command's "Tofino2 compile" group, after `make build` and `make tofino2` (it is
+deselected from the plain pytest run with the `tofino2` marker).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from finsy.proto.p4.config.v1 import p4info_pb2
+from google.protobuf import text_format
+
+from symphony.model.pipeline import COUNTERS, REGISTERS, TOFINO_REGISTERS
+from symphony.tofino import resources
+from symphony.tofino.build import sizes_max_jobs
+
+pytestmark = pytest.mark.tofino2
+
+ROOT = Path(__file__).resolve().parents[1]
+BMV2 = ROOT / "build" / "bmv2" / "symphony.p4info.txtpb"
+TOFINO2 = ROOT / "build" / "tofino2"
+
+
+def _p4info(path: Path) -> p4info_pb2.P4Info:
+    if not path.exists():
+        pytest.fail(f"{path} missing: run `make build tofino2` first")
+    return text_format.Parse(path.read_text(), p4info_pb2.P4Info())
+
+
+@pytest.fixture(scope="module")
+def both() -> tuple[p4info_pb2.P4Info, p4info_pb2.P4Info]:
+    return _p4info(BMV2), _p4info(TOFINO2 / "symphony.p4info.txtpb")
+
+
+def _tables(info: p4info_pb2.P4Info) -> dict[str, object]:
+    actions = {a.preamble.id: a.preamble.name for a in info.actions}
+    return {
+        t.preamble.name: (
+            [(f.name, f.bitwidth, f.match_type) for f in t.match_fields],
+            sorted(actions[r.id] for r in t.action_refs),
+            t.const_default_action_id != 0,
+        )
+        for t in info.tables
+    }
+
+
+def _actions(info: p4info_pb2.P4Info) -> dict[str, list[tuple[str, int]]]:
+    return {a.preamble.name: [(p.name, p.bitwidth) for p in a.params] for a in info.actions}
+
+
+def test_tables_keys_and_actions_match_bmv2(both) -> None:
+    bmv2, tofino = both
+    assert _tables(tofino) == _tables(bmv2)
+
+
+def test_action_parameters_match_bmv2(both) -> None:
+    bmv2, tofino = both
+    tofino_actions = _actions(tofino)
+    for name, params in _actions(bmv2).items():
+        assert tofino_actions.get(name) == params, name
+
+
+def test_job_state_arrays_are_standard_and_sized_max_jobs(both) -> None:
+    _, tofino = both
+    max_jobs = sizes_max_jobs()
+    registers = {r.preamble.name: r.size for r in tofino.registers}
+    counters = {c.preamble.name: c.size for c in tofino.counters}
+    for name in [*REGISTERS.values(), *TOFINO_REGISTERS.values()]:
+        assert registers.get(name) == max_jobs, name
+    for name in COUNTERS.values():
+        assert counters.get(name) == max_jobs, name
+
+
+def test_pipeline_fits_the_stages() -> None:
+    res = next(TOFINO2.rglob("resources.json"), None)
+    assert res is not None, "no resources.json: `make tofino2` compiles with -g --verbose 2"
+    summary = resources.parse_resources(res)
+    assert summary.n_stages == 20
+    assert 0 < summary.depth <= summary.n_stages
+
+
+def test_binary_and_context_are_written() -> None:
+    assert (TOFINO2 / "pipe" / "tofino2.bin").stat().st_size > 0
+    assert (TOFINO2 / "pipe" / "context.json").stat().st_size > 0
+    assert (TOFINO2 / "bfrt.json").stat().st_size > 0
+
+
+def test_controller_packs_the_compiled_program() -> None:
+    from symphony.switch.tofino_config import TofinoProgram, pack, unpack_pi
+
+    program = TofinoProgram.from_files(
+        "symphony",
+        TOFINO2 / "pipe" / "tofino2.bin",
+        TOFINO2 / "pipe" / "context.json",
+        TOFINO2 / "bfrt.json",
+    )
+    assert unpack_pi(pack(program, "pi")) == TofinoProgram(
+        "symphony", program.binary, program.context
+    )
+    assert len(pack(program, "stratum")) > len(program.binary) + len(program.context)
