@@ -12,6 +12,7 @@
 #include "../shared/classify.p4"
 #include "include/psn.p4"
 #include "include/job_state.p4"
+#include "include/coin.p4"
 #include "include/throttle.p4"
 #include "include/queue_mark.p4"
 #include "include/ecn_mark.p4"

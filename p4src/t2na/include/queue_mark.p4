@@ -13,16 +13,7 @@ control QueueMark(in headers_t hdr, inout egress_meta_t meta,
         meta.threshold = 0;
     }
 
-    // coin < threshold as the sign of coin - threshold (throttle.p4 explains the table).
-    @hidden action toss() {
-        meta.coin_diff = meta.coin - meta.threshold;
-    }
-
-    @hidden table toss_coin {
-        actions = { toss; }
-        const default_action = toss();
-        size = 1;
-    }
+    CoinToss() toss;
 
     table queue_threshold {
         key = {
@@ -40,7 +31,7 @@ control QueueMark(in headers_t hdr, inout egress_meta_t meta,
             queue_threshold.apply();
         }
         meta.coin = (bit<32>)coin.get();
-        toss_coin.apply();
+        toss.apply(meta.coin, meta.threshold, meta.coin_diff);
         meta.queue_mark = false;
         if (meta.coin_diff[31:31] == 1) {
             meta.queue_mark = true;

@@ -32,17 +32,7 @@ control Throttle(inout symphony_meta_t meta, inout tofino_meta_t t, inout bridge
         meta.threshold = threshold;
     }
 
-    // coin < threshold as the sign of coin - threshold (both below 2^25), computed in a table of
-    // its own so that the gateway tests a field, not an expression.
-    @hidden action toss() {
-        t.coin_diff = t.coin - meta.threshold;
-    }
-
-    @hidden table toss_coin {
-        actions = { toss; }
-        const default_action = toss();
-        size = 1;
-    }
+    CoinToss() toss;
 
     table log_p {
         key = { meta.p: lpm @name("p"); }
@@ -89,7 +79,7 @@ control Throttle(inout symphony_meta_t meta, inout tofino_meta_t t, inout bridge
             if (meta.mark_enable == 1 && !meta.is_last && t.later == 1
                     && t.warm_floor != meta.n_warmup && !meta.lut_miss && meta.d[15:15] == 0) {
                 prob_threshold.apply();
-                toss_coin.apply();
+                toss.apply(t.coin, meta.threshold, t.coin_diff);
                 if (t.coin_diff[31:31] == 1) {
                     meta.symphony_mark = true;
                     bridge.symphony_mark = 1;
