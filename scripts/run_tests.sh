@@ -2,6 +2,11 @@
 # The one test command (README: `make test`): lint, unit tests, the Tofino2 compile and the
 # bmv2/PTF suite. Groups whose tools are missing are skipped LOUDLY, by name, with the missing
 # binary; the closing line counts every test: "N passed, N failed, N skipped".
+#
+# With CI=true the run is strict: a missing p4c-bm2-ss or simple_switch_grpc, a skipped bmv2/PTF
+# or bmv2 integration group, or any skipped pytest test fails it, naming what was missing, so an
+# untested data plane cannot land. Only the Tofino2 group may skip, and only without
+# p4c-barefoot (the Tofino backend of p4c).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/opt/p4/bin"
@@ -9,6 +14,9 @@ venv=${VENV:-.venv}
 mkdir -p run
 passed=0 failed=0 skipped=0
 skipped_groups=()
+strict=0
+case "${CI:-}" in true|1|yes) strict=1 ;; esac
+strict_failures=()  # in CI mode: every skip that is not allowed
 
 count_pytest() {  # "... 12 passed, 1 failed, 3 skipped ..." from a pytest summary line
   local line=$1 n
@@ -33,9 +41,23 @@ if command -v p4c-bm2-ss >/dev/null; then
   if make -s build; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 fi
 
+# The data-plane toolchain: in CI its absence is a failure, never a skip.
+toolchain_missing=""
+for b in p4c-bm2-ss simple_switch_grpc; do
+  command -v "$b" >/dev/null || toolchain_missing="$toolchain_missing $b"
+done
+[ "$(id -u)" = 0 ] || toolchain_missing="$toolchain_missing root(veth)"
+if [ -n "$toolchain_missing" ] && [ $strict = 1 ]; then
+  strict_failures+=("toolchain missing:$toolchain_missing (install p4c and bmv2: docs/toolchain.md)")
+fi
+
 echo "== unit and integration tests (pytest)"
 "$venv/bin/python" -m pytest -q -rs -m "not tofino2" tests 2>&1 | tee run/pytest.log
-count_pytest "$(tail -n 1 run/pytest.log)"
+summary=$(tail -n 1 run/pytest.log)
+count_pytest "$summary"
+if [ $strict = 1 ] && grep -qE '[0-9]+ skipped' <<<"$summary"; then
+  strict_failures+=("pytest skipped tests (CI allows none): $(grep -E '^SKIPPED' run/pytest.log | head -n 5 | tr '\n' ' ')")
+fi
 
 echo "== Tofino2 compile"
 if "$venv/bin/python" -m symphony.tofino.build --check-toolchain >/dev/null 2>&1; then
@@ -50,12 +72,13 @@ if "$venv/bin/python" -m symphony.tofino.build --check-toolchain >/dev/null 2>&1
 else
   why=$("$venv/bin/python" -m symphony.tofino.build --check-toolchain 2>&1 | tail -n 1)
   skipped=$((skipped + 1)); skipped_groups+=("Tofino2 compile (make tofino2): $why")
+  if [ $strict = 1 ] && PATH="$PATH:/opt/p4/bin" command -v p4c-barefoot >/dev/null; then
+    strict_failures+=("Tofino2 group skipped although p4c-barefoot is installed: $why")
+  fi
 fi
 
 echo "== bmv2 / PTF suite"
-missing=""
-for b in p4c-bm2-ss simple_switch_grpc; do command -v "$b" >/dev/null || missing="$missing $b"; done
-[ "$(id -u)" = 0 ] || missing="$missing root(veth)"
+missing=$toolchain_missing
 n_ptf=$(grep -hE '^class .*\(SymphonyTest\)' ptf_tests/test_*.py | wc -l)
 if [ -z "$missing" ]; then
   scripts/run_ptf.sh 2>&1 | tee run/ptf.out
@@ -64,14 +87,23 @@ if [ -z "$missing" ]; then
   bad=${bad:-0}
   if [ "$ran" = 0 ]; then bad=$n_ptf; fi
   passed=$((passed + ran - bad)); failed=$((failed + bad))
+  if [ "$ran" -lt "$n_ptf" ]; then
+    echo "PTF ran $ran of $n_ptf tests"
+    failed=$((failed + n_ptf - ran))
+  fi
 else
   skipped=$((skipped + n_ptf))
   skipped_groups+=("bmv2/PTF suite ($n_ptf tests in ptf_tests/): missing$missing")
+  [ $strict = 1 ] && strict_failures+=("bmv2/PTF suite skipped ($n_ptf tests): missing$missing")
 fi
 
 echo
 for g in "${skipped_groups[@]}"; do
   echo "!!!!!!!! SKIPPED: $g"
+done
+for f in "${strict_failures[@]}"; do
+  echo "!!!!!!!! CI=true, FAILED: $f"
+  failed=$((failed + 1))
 done
 echo "symphony: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]
