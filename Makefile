@@ -13,7 +13,7 @@ P4C_BMV2 ?= p4c-bm2-ss
 P4C ?= p4c
 CONFIG ?= examples/bmv2.toml
 
-.PHONY: help setup build run stop controller test unit ptf lint tofino2 bench shell clean
+.PHONY: help setup build run stop controller test unit ptf lint tofino2 bench experiment shell clean
 
 help:
 	@echo "make setup     Python environment in $(VENV) (the package and its dev tools)"
@@ -24,6 +24,7 @@ help:
 	@echo "make ptf       only the PTF suite on bmv2 (builds and starts bmv2 itself)"
 	@echo "make tofino2   compile for Tofino2 (t2na) -> $(BUILD)/tofino2/, with a resource report"
 	@echo "make bench     bmv2 packet-rate ratio and controller install latency"
+	@echo "make experiment closed loop on bmv2 (DCQCN hosts, Fig. 9 and a ring) -> $(BUILD)/experiments/"
 	@echo "make shell     p4runtime-shell against the running switch (its own environment)"
 
 $(VENV)/.installed: pyproject.toml
@@ -69,6 +70,10 @@ tofino2: setup
 
 bench: setup build
 	scripts/run_bench.sh
+
+# Starts and stops its own bmv2 and controller (evaluation/hosts/testbed.py); needs root.
+experiment: setup build
+	$(PY) -m evaluation.hosts --out $(BUILD)/experiments $(EXPERIMENT_ARGS)
 
 shell:
 	tools/p4shell.sh

@@ -66,16 +66,20 @@ class Bmv2Env:
         bmv2_json: Path,
         ports: int = PORTS,
         controller: str = "",
+        route_ports: int = 2,
+        extra: str = "",
     ) -> str:
         """A controller config for this switch alone (name "s1"): 10.0.i.0/24 -> port i for the
-        first `ports` ports; `controller` is the body of an optional [controller] section."""
+        first `route_ports` ports; `controller` is the body of an optional [controller] section,
+        `extra` more top-level sections (e.g. [defaults], [queue_marking])."""
         port_list = ", ".join(f"{{ port = {i} }}" for i in range(ports))
         routes = ", ".join(
-            f'{{ prefix = "10.0.{i}.0/24", port = {i} }}' for i in range(min(ports, 2))
+            f'{{ prefix = "10.0.{i}.0/24", port = {i} }}' for i in range(min(ports, route_ports))
         )
         section = f"[controller]\n{controller.strip()}\n" if controller else ""
+        extra = f"{extra.strip()}\n" if extra else ""
         return f"""database = "jobs.db"
-{section}[api]
+{section}{extra}[api]
 listen = "{api}"
 [metrics]
 listen = "{metrics}"

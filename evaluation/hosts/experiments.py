@@ -1,0 +1,273 @@
+"""The two closed-loop experiments on bmv2: the paper's two-flow test (its Fig. 9) and a
+Ring-AllReduce of 4 hosts with one slow hop. Each run allocates a fresh job through the
+controller, drives the emulated hosts, reads the job's counters back through the controller and
+releases the job, so runs are independent and every run starts from the contract's zero state.
+
+Variants: "baseline" is the same program with Symphony switched off through the controller
+(the job's k = 0: its state is still tracked, no packet gets a Symphony mark; queue marking
+stays on); "k=..." is Symphony with that k.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+
+from evaluation.hosts.dcqcn import DcqcnConfig, Scaled
+from evaluation.hosts.nic import Fabric, Host, ReceiverQP, SenderQP, StepLog
+from evaluation.hosts.testbed import Testbed
+
+PAYLOAD = 1024  # RoCE MTU 1024: 1082-byte frames on the wire (1098 with a RETH)
+T_WIN_REAL_US = 100.0  # the paper's T_win
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    k: float  # 0 = Symphony off (baseline)
+
+
+BASELINE = Variant("baseline", 0.0)
+
+
+def variants(ks: list[float]) -> list[Variant]:
+    return [BASELINE, *(Variant(f"k={k:g}", k) for k in ks)]
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What is fixed across the runs of one experiment session."""
+
+    line_pps: float  # each emulated link: bottleneck queue rate and NIC line rate
+    dcqcn: DcqcnConfig = field(default_factory=DcqcnConfig)
+
+    def scaled(self) -> Scaled:
+        return Scaled.of(self.dcqcn, self.line_pps, PAYLOAD + 58)
+
+    def t_win_us(self) -> float:
+        return self.scaled().scaled_us(T_WIN_REAL_US)
+
+
+def _hosts(tb: Testbed, ports: list[int]) -> list[Host]:
+    return [Host(p, tb.env.host_if(p)) for p in ports]
+
+
+def _flow_stats(prefix: str, qp: SenderQP, rx: ReceiverQP, msg: StepLog) -> dict:
+    return {
+        f"{prefix}_start_s": msg.first_tx,
+        f"{prefix}_end_s": msg.last_rx,
+        f"{prefix}_fct_s": msg.last_rx - msg.first_tx,
+        f"{prefix}_sent": qp.sent,
+        f"{prefix}_received": rx.received,
+        f"{prefix}_lost": qp.sent - rx.received,
+        f"{prefix}_ce": rx.ce,
+        f"{prefix}_cnps": qp.rp.cnps,
+        f"{prefix}_max_lag_ms": qp.max_lag * 1e3,
+        f"{prefix}_late_frac": qp.late_sends / max(qp.sent, 1),
+    }
+
+
+# -- Experiment 1: two flows, B one step ahead, A started late ------------------------------
+def run_pair(
+    tb: Testbed,
+    setup: Setup,
+    variant: Variant,
+    *,
+    offset: float,
+    packets: int,
+    seed: int,
+    name: str,
+    keep_trace: bool = False,
+) -> dict:
+    """Flow B (step 1, one step ahead) starts at 0; flow A (step 0, lagging) starts `offset`
+    seconds later; both go from their own host through switch port 2 to host 2 (port 2's
+    egress queue is the bottleneck). Returns one row of measurements."""
+    p = setup.scaled()
+    tb.set_rates({0: setup.line_pps, 1: setup.line_pps, 2: setup.line_pps})
+    job = tb.allocate(name, k=variant.k, t_win_us=setup.t_win_us())
+    fab = Fabric(_hosts(tb, [0, 1, 2]), p, payload=PAYLOAD, seed=seed)
+    try:
+        fab.open()
+        b = fab.connect("B", 1, 2, tag=job)
+        a = fab.connect("A", 0, 2, tag=job)
+        msgs: dict[str, StepLog] = {}
+
+        def start_b(now: float) -> None:
+            msgs["B"] = fab.post(b, step=1, packets=packets, now=now)
+
+        def start_a(now: float) -> None:
+            msgs["A"] = fab.post(a, step=0, packets=packets, now=now)
+
+        def done(_now: float) -> bool:
+            return len(msgs) == 2 and all(m.received == m.packets for m in msgs.values())
+
+        limit = 6 * packets / setup.line_pps + offset + 5
+        end = fab.run(done, timers=[(0.0, start_b), (offset, start_a)], limit_s=limit)
+        live = tb.live(name)
+    finally:
+        fab.close()
+        tb.release(name)
+    rx = {r.name: r for r in fab.receivers.values()}
+    row = {
+        "variant": variant.name,
+        "k": variant.k,
+        "offset_s": offset,
+        "seed": seed,
+        "job_id": job,
+        "complete": done(end),
+        "switch_packets": live.packets,
+        "symphony_marks": live.marks,
+        "queue_marks": live.queue_marks,
+        "alpha_end": live.alpha,
+        "unexpected_frames": fab.unexpected,
+    }
+    for f, qp in (("A", a), ("B", b)):
+        if f in msgs:
+            row |= _flow_stats(f, qp, rx[f], msgs[f])
+    if row["complete"]:
+        row["overlap_s"] = max(
+            0.0, min(row["A_end_s"], row["B_end_s"]) - max(row["A_start_s"], row["B_start_s"])
+        )
+    if keep_trace:
+        row["_trace"] = {
+            "arrivals": {f: rx[f].arrivals for f in ("A", "B")},
+            "rates": {f: qp.rate_log for f, qp in (("A", a), ("B", b))},
+        }
+    return row
+
+
+def run_alone(tb: Testbed, setup: Setup, *, packets: int, seed: int, name: str) -> dict:
+    """One flow alone through the bottleneck: the 'ideal' reference (its completion time)."""
+    p = setup.scaled()
+    tb.set_rates({0: setup.line_pps, 2: setup.line_pps})
+    job = tb.allocate(name, k=0.0, t_win_us=setup.t_win_us())
+    fab = Fabric(_hosts(tb, [0, 2]), p, payload=PAYLOAD, seed=seed)
+    try:
+        fab.open()
+        a = fab.connect("A", 0, 2, tag=job)
+        msg = fab.post(a, step=0, packets=packets, now=0.0)
+        fab.run(lambda _t: msg.received == msg.packets, limit_s=4 * packets / setup.line_pps + 5)
+    finally:
+        fab.close()
+        tb.release(name)
+    rx = next(iter(fab.receivers.values()))
+    return {"seed": seed, **_flow_stats("A", a, rx, msg)}
+
+
+# -- Experiment 2: Ring-AllReduce of 4 hosts ------------------------------------------------
+@dataclass
+class RingResult:
+    row: dict
+    intervals: list[tuple[float, float, int]]  # (first_tx, last_rx, step) of every message
+
+
+def step_overlap(intervals: list[tuple[float, float, int]], t: float) -> int:
+    """Distinct steps among the messages on the wire at time t (paper Fig. 2a)."""
+    return len({s for a, b, s in intervals if a <= t < b})
+
+
+def overlap_series(
+    intervals: list[tuple[float, float, int]], end: float, points: int = 400
+) -> list[tuple[float, int]]:
+    return [(end * i / points, step_overlap(intervals, end * i / points)) for i in range(points)]
+
+
+def run_ring(
+    tb: Testbed,
+    setup: Setup,
+    variant: Variant,
+    *,
+    chunk: int,
+    slow_port: int,
+    slowdown: float,
+    jitter_s: float,
+    seed: int,
+    name: str,
+    nodes: int = 4,
+) -> RingResult:
+    """A Ring-AllReduce over `nodes` hosts as two counter-rotating rings (two channels of one
+    job, each reducing half of the buffer): 2(N-1) steps per channel, one chunk per step; a
+    node starts step s+1 of a channel when it has received step s of that channel from its
+    predecessor. Every switch port's egress is an emulated link at line rate except
+    `slow_port`, whose rate is divided by `slowdown`. Node start times are jittered uniformly
+    in [0, jitter_s] (the small skews that the paper's snowball starts from)."""
+    p = setup.scaled()
+    rates = {i: setup.line_pps for i in range(nodes)}
+    rates[slow_port] = setup.line_pps / slowdown
+    tb.set_rates(rates)
+    job = tb.allocate(name, k=variant.k, t_win_us=setup.t_win_us())
+    rng = random.Random(seed)
+    fab = Fabric(_hosts(tb, list(range(nodes))), p, payload=PAYLOAD, seed=seed)
+    steps = 2 * (nodes - 1)
+    qps: dict[tuple[int, int], SenderQP] = {}  # (channel, node) -> its QP to the successor
+    try:
+        fab.open()
+        for c, d in ((0, 1), (1, -1)):
+            for i in range(nodes):
+                qps[c, i] = fab.connect(f"c{c}n{i}", i, (i + d) % nodes, tag=job)
+        channel_of = {qp.qpn: c for (c, _i), qp in qps.items()}
+        delivered = [0]
+
+        def on_delivered(rx: ReceiverQP, msg: StepLog, now: float) -> None:
+            delivered[0] += 1
+            if msg.step + 1 < steps:
+                c = channel_of[rx.sender.qpn]
+                fab.post(qps[c, rx.host.port], step=msg.step + 1, packets=chunk, now=now)
+
+        fab.on_delivered = on_delivered
+        starts = {i: rng.uniform(0, jitter_s) for i in range(nodes)}
+
+        def starter(i: int):
+            def go(now: float) -> None:
+                for c in (0, 1):
+                    fab.post(qps[c, i], step=0, packets=chunk, now=now)
+
+            return go
+
+        total = 2 * nodes * steps
+        bound = steps * 2 * chunk / rates[slow_port]
+        end = fab.run(
+            lambda _t: delivered[0] == total,
+            timers=[(t, starter(i)) for i, t in starts.items()],
+            limit_s=4 * bound + jitter_s + 10,
+        )
+        live = tb.live(name)
+    finally:
+        fab.close()
+        tb.release(name)
+    intervals = [(m.first_tx, m.last_rx, m.step) for qp in qps.values() for m in qp.messages]
+    complete = delivered[0] == total
+    cct = max(b for _a, b, _s in intervals) if complete else float("nan")
+    series = overlap_series(intervals, cct if complete else end)
+    sent = sum(qp.sent for qp in qps.values())
+    received = sum(r.received for r in fab.receivers.values())
+    row = {
+        "variant": variant.name,
+        "k": variant.k,
+        "seed": seed,
+        "complete": complete,
+        "cct_s": cct,
+        "lockstep_bound_s": bound + max(starts.values()),
+        "overlap_mean": sum(o for _t, o in series) / len(series),
+        "overlap_max": max(o for _t, o in series),
+        "sent": sent,
+        "received": received,
+        "lost": sent - received,
+        "ce": sum(r.ce for r in fab.receivers.values()),
+        "cnps": sum(r.cnps for r in fab.receivers.values()),
+        "symphony_marks": live.marks,
+        "queue_marks": live.queue_marks,
+        "max_lag_ms": max(qp.max_lag for qp in qps.values()) * 1e3,
+        "late_frac": sum(qp.late_sends for qp in qps.values()) / max(sent, 1),
+        "unexpected_frames": fab.unexpected,
+    }
+    return RingResult(row, intervals)
+
+
+def median(xs: list[float]) -> float:
+    xs = sorted(x for x in xs if not math.isnan(x))
+    if not xs:
+        return float("nan")
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2

@@ -1,0 +1,332 @@
+"""Emulated RoCEv2 hosts on bmv2's veth ports, all driven by one event loop.
+
+Each host owns one switch port: it sends and receives raw Ethernet frames on the host side of
+that port's veth pair (an AF_PACKET socket bound to it), with its own IPv4 and MAC address.
+
+- A **sender QP** sends RDMA WRITE messages (one per ring step: FIRST, MIDDLE..., LAST; the step
+  in the UDP source port, the Job_ID in the BTH reserved bits, PSNs continuing from a random
+  initial PSN, ECT(0)), paced at its DCQCN rate `rc`. A CNP addressed to its QPN cuts the rate.
+- A **receiver QP** counts what arrives per step and answers a CE-marked packet with a CNP to the
+  sender's QP, at most one per CNP interval (the DCQCN notification point).
+
+No packet is retransmitted: a run proves the switch dropped nothing by accounting for every
+packet sent (the experiment fails a run with a loss instead of hiding it).
+"""
+
+from __future__ import annotations
+
+import random
+import select
+import socket
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from evaluation.hosts import wire
+from evaluation.hosts.dcqcn import ReactionPoint, Scaled
+from symphony import packets as rp
+
+ETH_P_IP = 0x0800
+PACKET_OUTGOING = 4
+PSN_MASK = (1 << 24) - 1
+
+
+@dataclass(frozen=True)
+class Host:
+    """Host i sits behind switch port i: address 10.0.i.1, MAC 02:00:00:00:00:(i+1)."""
+
+    port: int
+    ifname: str
+
+    @property
+    def endpoint(self) -> wire.Endpoint:
+        return wire.Endpoint(f"10.0.{self.port}.1", f"02:00:00:00:00:{self.port + 1:02x}")
+
+
+@dataclass
+class StepLog:
+    """One message (one step's chunk) of one QP, as seen by both ends; times in loop seconds."""
+
+    step: int
+    packets: int
+    queued: float = float("nan")  # when the application posted it
+    first_tx: float = float("nan")
+    last_tx: float = float("nan")
+    first_rx: float = float("nan")
+    last_rx: float = float("nan")
+    received: int = 0
+    ce: int = 0
+
+
+@dataclass
+class SenderQP:
+    """One RC queue pair sending to one receiver."""
+
+    name: str
+    src: Host
+    dst: Host
+    qpn: int  # its own QPN: CNPs name it
+    dqpn: int  # the receiver's QPN: data packets name it
+    tag: int
+    frames: wire.FlowFrames
+    rp: ReactionPoint
+    psn: int
+    frame_bytes: int
+    messages: list[StepLog] = field(default_factory=list)  # every message posted, in order
+    pending: deque[StepLog] = field(default_factory=deque)
+    current: StepLog | None = None
+    sent_in_msg: int = 0
+    next_send: float = 0.0
+    sent: int = 0
+    max_lag: float = 0.0  # worst lateness of a send against its paced time (seconds)
+    late_sends: int = 0  # sends more than one inter-packet gap late
+    busy_time: float = 0.0  # seconds with a message to send
+    busy_since: float | None = None
+    rate_log: list[tuple[float, float]] = field(default_factory=list)  # (t, rc) after each change
+
+
+@dataclass
+class ReceiverQP:
+    name: str
+    host: Host
+    sender: SenderQP
+    last_cnp: float = -1e9
+    cursor: int = 0  # index in sender.messages of the first message not fully received
+    cnps: int = 0
+    received: int = 0
+    ce: int = 0
+    arrivals: list[tuple[float, int, int]] = field(default_factory=list)  # (t, step, ce)
+
+
+class Fabric:
+    """All hosts of one experiment, their QPs and the loop that runs them."""
+
+    def __init__(self, hosts: list[Host], dcqcn: Scaled, *, payload: int, seed: int) -> None:
+        self.hosts = {h.port: h for h in hosts}
+        self.p = dcqcn
+        self.payload = payload
+        self.rng = random.Random(seed)
+        self.socks: dict[int, socket.socket] = {}
+        self.senders: dict[int, SenderQP] = {}  # by qpn
+        self.receivers: dict[tuple[bytes, int], ReceiverQP] = {}  # (src ip, dqpn)
+        self.cnp_frames: dict[int, bytes] = {}  # sender qpn -> the CNP frame that names it
+        self.cnp_sent: dict[int, int] = {}
+        self.on_delivered: Callable[[ReceiverQP, StepLog, float], None] | None = None
+        self.t0 = 0.0
+        self.unexpected = 0  # frames addressed to no QP of ours
+        self._next_qpn = 0x100
+
+    # -- set-up ---------------------------------------------------------------------------
+    def open(self) -> None:
+        for port, h in self.hosts.items():
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_IP))
+            s.bind((h.ifname, 0))
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 << 20)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 32 << 20)
+            s.setblocking(False)
+            self.socks[port] = s
+        self._drain()
+
+    def close(self) -> None:
+        for s in self.socks.values():
+            s.close()
+        self.socks.clear()
+
+    def connect(self, name: str, src: int, dst: int, tag: int) -> SenderQP:
+        """An RC connection src -> dst: a sender QP and its receiver QP."""
+        qpn, dqpn = self._next_qpn, self._next_qpn + 1
+        self._next_qpn += 2
+        s, d = self.hosts[src], self.hosts[dst]
+        frames = wire.FlowFrames(
+            s.endpoint, d.endpoint, dqpn=dqpn, tag=tag, payload_len=self.payload
+        )
+        frame_bytes = len(frames.build(rp.WRITE_MIDDLE, 0, 0))
+        qp = SenderQP(
+            name=name,
+            src=s,
+            dst=d,
+            qpn=qpn,
+            dqpn=dqpn,
+            tag=tag,
+            frames=frames,
+            rp=ReactionPoint(self.p, 0.0),
+            psn=self.rng.randrange(1 << 24),  # real NICs start a QP at a random PSN (SPEC 2)
+            frame_bytes=frame_bytes,
+        )
+        self.senders[qpn] = qp
+        key = (wire.ip_bytes(s.endpoint.ip), dqpn)
+        self.receivers[key] = ReceiverQP(name=name, host=d, sender=qp)
+        self.cnp_frames[qpn] = wire.cnp(d.endpoint, s.endpoint, qpn)
+        return qp
+
+    def post(self, qp: SenderQP, step: int, packets: int, now: float) -> StepLog:
+        """The application posts one message: step `step`, `packets` packets."""
+        msg = StepLog(step=step, packets=packets, queued=now)
+        qp.messages.append(msg)
+        qp.pending.append(msg)
+        if qp.current is None:
+            self._start_next(qp, now)
+        return msg
+
+    # -- the loop -------------------------------------------------------------------------
+    def now(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def run(
+        self,
+        until: Callable[[float], bool],
+        timers: list[tuple[float, Callable[[float], None]]] | None = None,
+        limit_s: float = 120.0,
+    ) -> float:
+        """Run until `until(now)` is true (checked after every batch) or `limit_s` passes.
+        `timers`: (time, callback) the application wants called once. Returns the end time."""
+        self.t0 = time.perf_counter()
+        for qp in self.senders.values():
+            qp.rp = ReactionPoint(self.p, 0.0)
+            qp.rate_log.append((0.0, qp.rp.rc))
+        todo = sorted(timers or [], key=lambda t: t[0])
+        socks = list(self.socks.values())
+        by_fd = {s.fileno(): port for port, s in self.socks.items()}
+        while True:
+            now = self.now()
+            while todo and todo[0][0] <= now:
+                todo.pop(0)[1](now)
+            for qp in self.senders.values():
+                if now >= qp.rp.next_deadline():
+                    qp.rp.on_time(now)
+                    self._rate_changed(qp, now)
+                if qp.current is not None:
+                    self._send_due(qp, now)
+            self._receive(by_fd, socks, 0.0)
+            if until(now) or now > limit_s:
+                return now
+            deadline = min(
+                [qp.next_send for qp in self.senders.values() if qp.current is not None]
+                + [qp.rp.next_deadline() for qp in self.senders.values()]
+                + [t for t, _ in todo[:1]]
+                + [now + 0.005]
+            )
+            wait = deadline - self.now()
+            if wait > 0:
+                r, _, _ = select.select(socks, [], [], wait)
+                if r:
+                    self._receive(by_fd, r, 0.0)
+
+    def _start_next(self, qp: SenderQP, now: float) -> None:
+        if qp.pending:
+            qp.current = qp.pending.popleft()
+            qp.sent_in_msg = 0
+            qp.next_send = max(qp.next_send, now)
+            if qp.busy_since is None:
+                qp.busy_since = now
+        else:
+            qp.current = None
+            if qp.busy_since is not None:
+                qp.busy_time += now - qp.busy_since
+                qp.busy_since = None
+
+    def _send_due(self, qp: SenderQP, now: float) -> None:
+        sock = self.socks[qp.src.port]
+        gap = 1.0 / qp.rp.rc
+        burst = 0
+        while qp.current is not None and qp.next_send <= now and burst < 64:
+            msg = qp.current
+            i, n = qp.sent_in_msg, msg.packets
+            if n == 1:
+                op = rp.WRITE_ONLY
+            elif i == 0:
+                op = rp.WRITE_FIRST
+            elif i == n - 1:
+                op = rp.WRITE_LAST
+            else:
+                op = rp.WRITE_MIDDLE
+            sock.send(qp.frames.build(op, msg.step & 0xFFFF, qp.psn))
+            lag = now - qp.next_send
+            if lag > qp.max_lag:
+                qp.max_lag = lag
+            if lag > gap:
+                qp.late_sends += 1
+            if i == 0:
+                msg.first_tx = now
+            qp.psn = (qp.psn + 1) & PSN_MASK
+            qp.sent += 1
+            qp.sent_in_msg += 1
+            qp.rp.on_sent(qp.frame_bytes)
+            qp.next_send += gap
+            burst += 1
+            if qp.sent_in_msg == n:
+                msg.last_tx = now
+                self._start_next(qp, now)
+
+    def _rate_changed(self, qp: SenderQP, now: float) -> None:
+        if not qp.rate_log or qp.rate_log[-1][1] != qp.rp.rc:
+            qp.rate_log.append((now, qp.rp.rc))
+
+    def _drain(self) -> None:
+        for s in self.socks.values():
+            try:
+                while s.recv(65535):
+                    pass
+            except BlockingIOError:
+                pass
+
+    def _receive(self, by_fd: dict[int, int], socks: list[socket.socket], _: float) -> None:
+        for s in socks:
+            port = by_fd[s.fileno()]
+            for _i in range(256):
+                try:
+                    data, addr = s.recvfrom(65535)
+                except BlockingIOError:
+                    break
+                if addr[2] == PACKET_OUTGOING:
+                    continue
+                self._handle(port, data)
+
+    def _handle(self, port: int, data: bytes) -> None:
+        p = wire.parse(data)
+        if p is None:
+            self.unexpected += 1
+            return
+        now = self.now()
+        if p.opcode == rp.CNP:
+            qp = self.senders.get(p.dqpn)
+            if qp is None or qp.src.port != port:
+                self.unexpected += 1
+                return
+            qp.rp.on_cnp(now)
+            self._rate_changed(qp, now)
+            return
+        rx = self.receivers.get((p.src, p.dqpn))
+        if rx is None or rx.host.port != port:
+            self.unexpected += 1
+            return
+        ce = int(p.ecn == wire.CE)
+        rx.received += 1
+        rx.ce += ce
+        rx.arrivals.append((now, p.step, ce))
+        msg = self._rx_message(rx, p.step)
+        if msg is not None:
+            if msg.received == 0:
+                msg.first_rx = now
+            msg.received += 1
+            msg.ce += ce
+            if msg.received == msg.packets:
+                msg.last_rx = now
+                if self.on_delivered is not None:
+                    self.on_delivered(rx, msg, now)
+        if ce and now - rx.last_cnp >= self.p.cnp_interval_s:
+            rx.last_cnp = now
+            rx.cnps += 1
+            self.socks[port].send(self.cnp_frames[rx.sender.qpn])
+
+    def _rx_message(self, rx: ReceiverQP, step: int) -> StepLog | None:
+        """The message this packet belongs to: the first one of its step not yet complete
+        (one QP delivers its messages in order)."""
+        msgs = rx.sender.messages
+        while rx.cursor < len(msgs) and msgs[rx.cursor].received >= msgs[rx.cursor].packets:
+            rx.cursor += 1
+        for msg in msgs[rx.cursor : rx.cursor + 4]:
+            if msg.step & 0xFFFF == step:
+                return msg
+        return None

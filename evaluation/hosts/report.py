@@ -1,0 +1,264 @@
+"""Tables and plots of the closed-loop experiments, from the CSVs they wrote."""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections import defaultdict
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import contextlib
+
+import matplotlib.pyplot as plt
+
+from evaluation.hosts.experiments import median, overlap_series
+
+
+def _read(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        for k, v in r.items():
+            with contextlib.suppress(TypeError, ValueError):
+                r[k] = float(v)
+    return rows
+
+
+def _spread(xs: list[float], scale: float = 1.0, fmt: str = "{:.0f}") -> str:
+    xs = [x * scale for x in xs if isinstance(x, float) and not math.isnan(x)]
+    if not xs:
+        return "-"
+    m = median(xs)
+    return f"{fmt.format(m)} [{fmt.format(min(xs))}-{fmt.format(max(xs))}]"
+
+
+def _change(new: float, ref: float) -> str:
+    if math.isnan(new) or math.isnan(ref) or ref == 0:
+        return "-"
+    return f"{(new / ref - 1) * 100:+.1f} %"
+
+
+def fig9_plots(out: Path, rows: list[dict], traces: dict, t_alone: float) -> None:
+    """Timeline (per-flow goodput over time) at each offset, baseline vs each Symphony k; and
+    completion times against the offset."""
+    offsets = sorted({o for _v, o in traces})
+    names = sorted({v for v, _o in traces}, key=lambda n: (n != "baseline", n))
+    if offsets:
+        fig, axes = plt.subplots(
+            len(offsets),
+            len(names),
+            figsize=(3.2 * len(names), 2.2 * len(offsets)),
+            squeeze=False,
+            sharex=True,
+            sharey=True,
+        )
+        for i, o in enumerate(offsets):
+            for j, v in enumerate(names):
+                ax = axes[i][j]
+                tr = traces.get((v, o))
+                if tr is None:
+                    continue
+                for f, color in (("A", "tab:blue"), ("B", "tab:orange")):
+                    times = [t for t, _s, _ce in tr["arrivals"][f]]
+                    if not times:
+                        continue
+                    width = t_alone / 40
+                    nb = int(max(times) / width) + 1
+                    counts = [0] * nb
+                    for t in times:
+                        counts[int(t / width)] += 1
+                    ax.plot(
+                        [(k + 0.5) * width for k in range(nb)],
+                        [c / width for c in counts],
+                        color=color,
+                        label=f"flow {f}" + (" (lagging)" if f == "A" else " (ahead)"),
+                    )
+                if i == 0:
+                    ax.set_title(v)
+                if j == 0:
+                    ax.set_ylabel(f"offset {o:g}\npkt/s")
+                if i == len(offsets) - 1:
+                    ax.set_xlabel("time (s, emulated)")
+        axes[0][0].legend(fontsize=7)
+        fig.suptitle("Experiment 1: receive rate per flow (seed 0)")
+        fig.tight_layout()
+        fig.savefig(out / "fig9_timeline.png", dpi=110)
+        plt.close(fig)
+    by = defaultdict(list)
+    for r in rows:
+        by[r["variant"]].append(r)
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    for v, rs in sorted(by.items(), key=lambda kv: (kv[0] != "baseline", kv[0])):
+        offs = sorted({r["offset_frac"] for r in rs})
+        for ax, key in zip(axes, ("A_fct_s", "B_fct_s", "overlap_s"), strict=True):
+            ax.plot(
+                offs,
+                [median([r.get(key, math.nan) for r in rs if r["offset_frac"] == o]) for o in offs],
+                marker="o",
+                label=v,
+            )
+    for ax, t in zip(
+        axes,
+        ("flow A (lagging) completion", "flow B (ahead) completion", "both on the wire"),
+        strict=True,
+    ):
+        ax.set_title(t)
+        ax.set_xlabel("A's start delay / B's alone time")
+        ax.set_ylabel("s (emulated), median")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "fig9_completion.png", dpi=110)
+    plt.close(fig)
+
+
+def ring_plots(out: Path, rows: list[dict], intervals: dict) -> None:
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
+    for v, iv in sorted(intervals.items(), key=lambda kv: (kv[0] != "baseline", kv[0])):
+        end = max(b for _a, b, _s in iv)
+        series = overlap_series(iv, end)
+        axes[0].step([t for t, _o in series], [o for _t, o in series], where="post", label=v)
+    axes[0].set_title("step overlap over time (seed 0)")
+    axes[0].set_xlabel("time (s, emulated)")
+    axes[0].set_ylabel("distinct steps on the wire")
+    axes[0].legend(fontsize=8)
+    by = defaultdict(list)
+    for r in rows:
+        by[r["variant"]].append(r["cct_s"])
+    names = sorted(by, key=lambda n: (n != "baseline", n))
+    axes[1].boxplot([by[n] for n in names], labels=names)
+    bound = median([r["lockstep_bound_s"] for r in rows])
+    axes[1].axhline(bound, color="gray", linestyle="--", label="lockstep bound")
+    axes[1].set_title("Ring-AllReduce completion time")
+    axes[1].set_ylabel("s (emulated)")
+    axes[1].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "ring.png", dpi=110)
+    plt.close(fig)
+
+
+def summary(out: Path, meta: dict, paper: dict) -> str:
+    lines = ["# Closed-loop experiments on bmv2", ""]
+    lines.append(
+        f"Command: `{meta['command']}`; seeds {meta['seeds']}; wall {meta.get('wall_s', 0):.0f} s."
+    )
+    rows = _read(out / "fig9_runs.csv")
+    alone = _read(out / "fig9_alone.csv")
+    if rows:
+        pm = meta["pair"]
+        lines += [
+            "",
+            "## Experiment 1: two flows, B one step ahead (paper Fig. 9)",
+            "",
+            f"Link {pm['line_pps']:.0f} pkt/s = 10 Gb/s scaled by {pm['time_scale']:.0f}"
+            f" (every DCQCN timer and T_win = {pm['t_win_us']:.0f} us scaled alike);"
+            f" {pm['flow_packets']} packets of 1 KB per flow.",
+            f"One flow alone: {_spread([r['A_fct_s'] for r in alone], 1e3)} ms (median [min-max]).",
+            "",
+            "Times in emulated ms, median [min-max] over the seeds; change vs baseline at the"
+            " same offset.",
+            "",
+            "| A delay / alone | variant | A completion | B completion | both on wire |"
+            " A vs base | B vs base | overlap vs base | CE on A | CE on B | CNPs A/B |"
+            " Symphony marks | queue marks | lost |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        by = defaultdict(list)
+        for r in rows:
+            by[(r["offset_frac"], r["variant"])].append(r)
+        for o in sorted({r["offset_frac"] for r in rows}):
+            base = by.get((o, "baseline"), [])
+            mb = {
+                k: median([r.get(k, math.nan) for r in base])
+                for k in ("A_fct_s", "B_fct_s", "overlap_s")
+            }
+            for v in sorted({r["variant"] for r in rows}, key=lambda n: (n != "baseline", n)):
+                rs = by.get((o, v), [])
+                if not rs:
+                    continue
+                m = {k: median([r.get(k, math.nan) for r in rs]) for k in mb}
+                lines.append(
+                    f"| {o:g} | {v} | {_spread([r.get('A_fct_s', math.nan) for r in rs], 1e3)}"
+                    f" | {_spread([r.get('B_fct_s', math.nan) for r in rs], 1e3)}"
+                    f" | {_spread([r.get('overlap_s', math.nan) for r in rs], 1e3)}"
+                    f" | {_change(m['A_fct_s'], mb['A_fct_s'])}"
+                    f" | {_change(m['B_fct_s'], mb['B_fct_s'])}"
+                    f" | {_change(m['overlap_s'], mb['overlap_s'])}"
+                    f" | {median([r.get('A_ce', math.nan) for r in rs]):.0f}"
+                    f" | {median([r.get('B_ce', math.nan) for r in rs]):.0f}"
+                    f" | {median([r.get('A_cnps', math.nan) for r in rs]):.0f}"
+                    f"/{median([r.get('B_cnps', math.nan) for r in rs]):.0f}"
+                    f" | {median([r['symphony_marks'] for r in rs]):.0f}"
+                    f" | {median([r['queue_marks'] for r in rs]):.0f}"
+                    f" | {sum(r.get('A_lost', 0) + r.get('B_lost', 0) for r in rs):.0f} |"
+                )
+        lines += [
+            "",
+            f"Paper (Tofino2, 1 GB flows, A 500 ms late, i.e. delay/alone ~0.5): A"
+            f" {paper['A_baseline']} -> {paper['A_symphony']} ms (-12 %), B {paper['B_baseline']}"
+            f" -> {paper['B_symphony']} ms (+2 %), both on wire {paper['overlap_baseline']} ->"
+            f" {paper['overlap_symphony']} ms (-19.5 %).",
+        ]
+        lag = max(max(r.get("A_max_lag_ms", 0), r.get("B_max_lag_ms", 0)) for r in rows)
+        lines.append(
+            f"Hosts: worst send lateness {lag:.2f} ms against a packet gap of"
+            f" {1e3 / pm['line_pps']:.2f} ms; lost packets in all runs:"
+            f" {sum(r.get('A_lost', 0) + r.get('B_lost', 0) for r in rows):.0f}."
+        )
+    ring = _read(out / "ring_runs.csv")
+    if ring:
+        rm = meta["ring"]
+        lines += [
+            "",
+            "## Experiment 2: Ring-AllReduce, 4 hosts, two counter-rotating rings, one slow hop",
+            "",
+            f"Links {rm['line_pps']:.0f} pkt/s (scale {rm['time_scale']:.0f}), port 1 slowed"
+            f" {rm['slowdown']:g}x; {rm['chunk']} packets per chunk, 6 steps per ring.",
+            "",
+            "| variant | CCT (ms) | vs baseline | lockstep bound (ms) | overlap mean |"
+            " overlap max |"
+            " Symphony marks | queue marks | CNPs | lost |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        by = defaultdict(list)
+        for r in ring:
+            by[r["variant"]].append(r)
+        base = median([r["cct_s"] for r in by.get("baseline", [])])
+        for v in sorted(by, key=lambda n: (n != "baseline", n)):
+            rs = by[v]
+            lines.append(
+                f"| {v} | {_spread([r['cct_s'] for r in rs], 1e3)}"
+                f" | {_change(median([r['cct_s'] for r in rs]), base)}"
+                f" | {median([r['lockstep_bound_s'] for r in rs]) * 1e3:.0f}"
+                f" | {_spread([r['overlap_mean'] for r in rs], fmt='{:.2f}')}"
+                f" | {_spread([r['overlap_max'] for r in rs])}"
+                f" | {median([r['symphony_marks'] for r in rs]):.0f}"
+                f" | {median([r['queue_marks'] for r in rs]):.0f}"
+                f" | {median([r['cnps'] for r in rs]):.0f}"
+                f" | {sum(r['lost'] for r in rs):.0f} |"
+            )
+    lines.append("")
+    return "\n".join(lines)
+
+
+def problems(out: Path) -> list[str]:
+    """Runs whose numbers must not be trusted: incomplete or lossy."""
+    bad = []
+    for r in _read(out / "fig9_runs.csv"):
+        lost = r.get("A_lost", 0) + r.get("B_lost", 0)
+        if r["complete"] != "True" or lost:
+            bad.append(
+                f"exp 1 {r['variant']} offset {r['offset_frac']} seed {r['seed']:.0f}: "
+                f"complete={r['complete']} lost={lost:.0f}"
+            )
+    for r in _read(out / "ring_runs.csv"):
+        if r["complete"] != "True" or r["lost"]:
+            bad.append(
+                f"exp 2 {r['variant']} seed {r['seed']:.0f}: complete={r['complete']}"
+                f" lost={r['lost']:.0f}"
+            )
+    return bad

@@ -1,0 +1,190 @@
+"""The closed-loop testbed: a bmv2 of its own (bmv2_env/), the controller daemon pushing the
+program, and jobs allocated through the controller's gRPC API, as a cluster scheduler would.
+
+It uses its own veth ports and server ports (SYMPHONY_VETH_BASE 40, P4Runtime 9759, Thrift 9290)
+so it never touches the switch of the PTF suite or of `make run`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import grpc
+
+from symphony.api import symphony_pb2 as pb
+from symphony.api import symphony_pb2_grpc as pb_grpc
+from symphony.switch.testbed import Bmv2Env
+from symphony.switch.thrift_registers import Bmv2Thrift
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "build/bmv2"
+DEFAULT_ENV = replace(
+    Bmv2Env(),
+    grpc_addr="127.0.0.1:9759",
+    thrift_port=9290,
+    veth_base=40,
+    ports=4,
+    run_dir=ROOT / "run/bmv2-exp",
+)
+
+
+class TestbedError(RuntimeError):
+    pass
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Testbed:
+    """bmv2 + controller for one experiment session; use as a context manager."""
+
+    def __init__(
+        self,
+        run_dir: Path,
+        env: Bmv2Env = DEFAULT_ENV,
+        *,
+        k_min: int = 50,
+        k_max: int = 100,
+        p_max: float = 0.2,
+        queue_depth: int = 1000,
+    ) -> None:
+        self.env = env
+        self.run_dir = run_dir
+        self.queue = (k_min, k_max, p_max)
+        self.queue_depth = queue_depth
+        self.api = f"127.0.0.1:{free_port()}"
+        self.proc: subprocess.Popen | None = None
+        self.thrift: Bmv2Thrift | None = None
+        self.channel: grpc.Channel | None = None
+        self.stub: pb_grpc.JobServiceStub | None = None
+        self._started_switch = False
+
+    # -- life cycle -----------------------------------------------------------------------
+    def __enter__(self) -> Testbed:
+        for f in (BUILD / "symphony.json", BUILD / "symphony.p4info.txtpb"):
+            if not f.is_file():
+                raise TestbedError(f"{f} missing: run `make build` first")
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._bmv2("stop")  # a switch left over by an interrupted run
+            self._bmv2("start")
+            self._started_switch = True
+            self._start_controller()
+            self.thrift = Bmv2Thrift("127.0.0.1", self.env.thrift_port)
+            self.thrift.set_queue_depth(self.queue_depth)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.proc = None
+        if self.thrift is not None:
+            self.thrift.close()
+            self.thrift = None
+        if self._started_switch:
+            self._bmv2("stop")
+            self._started_switch = False
+
+    def _bmv2(self, action: str) -> None:
+        out = subprocess.run(
+            ["bash", str(ROOT / f"bmv2_env/{action}.sh")],
+            cwd=ROOT,
+            env={**os.environ, **self.env.environ()},
+            capture_output=True,
+            text=True,
+        )
+        if out.returncode != 0:
+            raise TestbedError(f"bmv2_env/{action}.sh failed: {out.stderr.strip()}")
+
+    def _start_controller(self) -> None:
+        k_min, k_max, p_max = self.queue
+        cfg = self.run_dir / "controller.toml"
+        cfg.write_text(
+            self.env.controller_toml(
+                api=self.api,
+                metrics=f"127.0.0.1:{free_port()}",
+                p4info=BUILD / "symphony.p4info.txtpb",
+                bmv2_json=BUILD / "symphony.json",
+                ports=self.env.ports,
+                route_ports=self.env.ports,
+                controller="reconcile_interval_s = 600\ntelemetry_interval_s = 600",
+                extra=f"[queue_marking]\nk_min = {k_min}\nk_max = {k_max}\np_max = {p_max}",
+            ).replace('database = "jobs.db"', f'database = "{self.run_dir / "jobs.db"}"')
+        )
+        (self.run_dir / "jobs.db").unlink(missing_ok=True)
+        log = open(self.run_dir / "controller.log", "wb")  # noqa: SIM115 - owned by the child
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "symphony.daemon", "--config", str(cfg)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        self.channel = grpc.insecure_channel(self.api)
+        self.stub = pb_grpc.JobServiceStub(self.channel)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise TestbedError(f"controller exited; see {self.run_dir}/controller.log")
+            try:
+                reply = self.stub.SwitchStatus(pb.SwitchStatusRequest(), timeout=2)
+                if reply.switches and reply.switches[0].state == "ready":
+                    return
+            except grpc.RpcError:
+                pass
+            time.sleep(0.1)
+        raise TestbedError(f"switch not ready after 60 s; see {self.run_dir}/controller.log")
+
+    # -- jobs, through the controller's API -----------------------------------------------
+    def allocate(self, name: str, **params: float | int | str) -> int:
+        """A tag-mode job on s1 with these parameter overrides; returns its Job_ID."""
+        assert self.stub is not None
+        reply = self.stub.Allocate(
+            pb.AllocateRequest(
+                request_key=name,
+                name=name,
+                mode="tag",
+                switches=["s1"],
+                params=pb.Params(**params),
+            ),
+            timeout=30,
+        )
+        bad = [r for r in reply.switches if r.status != "installed"]
+        if bad:
+            raise TestbedError(f"allocate {name}: {bad}")
+        return reply.job.job_id
+
+    def live(self, name: str) -> pb.LiveState:
+        assert self.stub is not None
+        reply = self.stub.Get(pb.JobRef(job=name), timeout=30)
+        return reply.live[0]
+
+    def release(self, name: str) -> None:
+        assert self.stub is not None
+        self.stub.Release(pb.JobRef(job=name), timeout=30)
+
+    # -- the bottleneck -------------------------------------------------------------------
+    def set_rates(self, rates: dict[int, float]) -> None:
+        """Egress queue rate (packets/s) per switch port: the emulated links."""
+        assert self.thrift is not None
+        for port, pps in rates.items():
+            self.thrift.set_queue_rate(round(pps), port)
