@@ -208,20 +208,28 @@ def run_ring(
                 qps[c, i] = fab.connect(f"c{c}n{i}", i, (i + d) % nodes, tag=job)
         channel_of = {qp.qpn: c for (c, _i), qp in qps.items()}
         delivered = [0]
+        started: set[int] = set()
+        early: dict[int, list[tuple[int, int]]] = {i: [] for i in range(nodes)}
 
         def on_delivered(rx: ReceiverQP, msg: StepLog, now: float) -> None:
             delivered[0] += 1
             if msg.step + 1 < steps:
-                c = channel_of[rx.sender.qpn]
-                fab.post(qps[c, rx.host.port], step=msg.step + 1, packets=chunk, now=now)
+                c, node = channel_of[rx.sender.qpn], rx.host.port
+                if node in started:
+                    fab.post(qps[c, node], step=msg.step + 1, packets=chunk, now=now)
+                else:  # its predecessor's data came before the node itself started
+                    early[node].append((c, msg.step + 1))
 
         fab.on_delivered = on_delivered
         starts = {i: rng.uniform(0, jitter_s) for i in range(nodes)}
 
         def starter(i: int):
             def go(now: float) -> None:
+                started.add(i)
                 for c in (0, 1):
                     fab.post(qps[c, i], step=0, packets=chunk, now=now)
+                for c, step in early[i]:
+                    fab.post(qps[c, i], step=step, packets=chunk, now=now)
 
             return go
 
