@@ -13,7 +13,7 @@ P4C_BMV2 ?= p4c-bm2-ss
 P4C ?= p4c
 CONFIG ?= examples/bmv2.toml
 
-.PHONY: help setup build run stop controller test unit ptf lint tofino2 bench shell clean
+.PHONY: help setup build run stop controller test unit ptf lint tofino2 bench evaluation shell clean
 
 help:
 	@echo "make setup     Python environment in $(VENV) (the package and its dev tools)"
@@ -24,6 +24,7 @@ help:
 	@echo "make ptf       only the PTF suite on bmv2 (builds and starts bmv2 itself)"
 	@echo "make tofino2   compile for Tofino2 (t2na) -> $(BUILD)/tofino2/, with a resource report"
 	@echo "make bench     bmv2 packet-rate ratio and controller install latency"
+	@echo "make evaluation  fabric simulator: every scenario, CSV + PNG -> $(BUILD)/evaluation/"
 	@echo "make shell     p4runtime-shell against the running switch (its own environment)"
 
 $(VENV)/.installed: pyproject.toml
@@ -69,6 +70,12 @@ tofino2: setup
 
 bench: setup build
 	scripts/run_bench.sh
+
+evaluation: setup
+	@mkdir -p $(BUILD)/evaluation
+	$(PY) -m evaluation.fabric.golden_diff --packets 1000000 | tee $(BUILD)/evaluation/golden_diff.txt
+	$(PY) bench/fabric_speed.py | tee $(BUILD)/evaluation/speed.txt
+	$(PY) -m evaluation.fabric --out $(BUILD)/evaluation
 
 shell:
 	tools/p4shell.sh

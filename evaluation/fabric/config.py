@@ -12,6 +12,7 @@ from symphony.model.params import JobParams, QueueParams
 Mode = Literal["baseline", "symphony", "pq"]
 Routing = Literal["ecmp", "static"]
 MiB = 1 << 20
+RED = QueueParams(k_min=50, k_max=100, p_max=0.2)  # the paper's, in 1 KB packets (HPCC's unit)
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class FabricConfig:
     prop_ns: int = 1000  # per link
     mtu: int = 1024  # bytes on the wire per data packet (RED thresholds count these)
     buffer_pkts: int = 1000  # drop-tail limit of each egress port
-    red: QueueParams = QueueParams(k_min=50, k_max=100, p_max=0.2)
+    red: QueueParams = RED
     rings: int = 4  # concurrent 1D rings, hosts / rings members each
     jobs: int = 1  # rings are split evenly between jobs (Job_IDs 1..jobs)
     job_start_us: tuple[float, ...] = (0.0,)  # start of job j (missing entries: 0)

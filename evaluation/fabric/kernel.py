@@ -22,7 +22,7 @@ EV_NACK, EV_RTO, EV_SAMPLE, EV_START, EV_BG = range(5, 10)
 S_EVENTS, S_SENT, S_DELIVERED, S_OOO, S_DUP, S_DROPPED = range(6)
 S_BG_SENT, S_BG_DONE, S_BG_DROPPED, S_SYM_MARKS, S_QUEUE_MARKS, S_CNPS = range(6, 12)
 S_NACKS, S_RTOS, S_MARKS_NOT_OUTPACING, S_HOPS, S_ERROR, S_END_PS = range(12, 18)
-S_CE_DELIVERED, S_MAX_QUEUE, S_SYM_MARKS_LAGGING, S_FIELDS = 18, 19, 20, 24
+S_CE_DELIVERED, S_MAX_QUEUE, S_LEFT, S_BG_LEFT, S_FIELDS = 18, 19, 20, 21, 24
 ERR_POOL, ERR_HEAP, ERR_TIMEOUT, ERR_STUCK = 1, 2, 4, 8
 
 WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY = 6, 7, 8, 10
@@ -281,7 +281,7 @@ def run(
                     opc = WRITE_MIDDLE
                 j = f_job[f]
                 s = f_step[f]
-                p, thr, outp = sk.process(
+                _p, thr, outp = sk.process(
                     js,
                     flows_tab,
                     prm,
@@ -358,10 +358,9 @@ def run(
             if depth >= qthr.shape[0]:
                 depth = qthr.shape[0] - 1
             th = qthr[depth]
-            if th > 0:
-                if th >= sk.COIN_RANGE or np.random.randint(0, sk.COIN_RANGE) < th:
-                    stats[S_QUEUE_MARKS] += 1
-                    pk_ce[pk] = 1
+            if th > 0 and (th >= sk.COIN_RANGE or np.random.randint(0, sk.COIN_RANGE) < th):
+                stats[S_QUEUE_MARKS] += 1
+                pk_ce[pk] = 1
             pk_hop[pk] += 1
             ok &= _push(ht, hd, hn, busy[port] + prop_ps, EV_ARRIVE | (pk << 4))
             continue
@@ -465,7 +464,7 @@ def run(
             next_inc[f] = now + t_inc
             continue
 
-        if ev == EV_NACK or ev == EV_RTO:
+        if ev in (EV_NACK, EV_RTO):
             f = x
             if f_done[f] >= 0:
                 continue
@@ -523,4 +522,14 @@ def run(
     if jobs_left > 0 and stats[S_ERROR] == 0:
         stats[S_ERROR] |= ERR_STUCK
     stats[S_END_PS] = now
+    # packets still queued or on a wire when the last job finished (late duplicates, background)
+    in_use = np.ones(pool_size, dtype=np.bool_)
+    for i in range(nfree):
+        in_use[free[i]] = False
+    for i in range(pool_size):
+        if in_use[i]:
+            if pk_flow[i] < 0:
+                stats[S_BG_LEFT] += 1
+            else:
+                stats[S_LEFT] += 1
     return n_samples

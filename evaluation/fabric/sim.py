@@ -11,7 +11,12 @@ import numpy as np
 from evaluation.fabric import kernel as kn
 from evaluation.fabric import symphony_kernel as sk
 from evaluation.fabric.config import FabricConfig
-from evaluation.fabric.topology import background_sources, build_fabric, build_workload
+from evaluation.fabric.topology import (
+    background_sources,
+    build_fabric,
+    build_workload,
+    custom_workload,
+)
 from symphony.model import arithmetic as ar
 from symphony.model.tables import queue_mark_threshold
 
@@ -60,6 +65,8 @@ STAT_NAMES = {
     "error": kn.S_ERROR,
     "ce_delivered": kn.S_CE_DELIVERED,
     "max_queue": kn.S_MAX_QUEUE,
+    "left_in_flight": kn.S_LEFT,
+    "bg_left_in_flight": kn.S_BG_LEFT,
 }
 
 
@@ -70,11 +77,15 @@ def queue_thresholds(cfg: FabricConfig) -> np.ndarray:
     )
 
 
-def simulate(cfg: FabricConfig, seed: int) -> FabricResult:
+def simulate(
+    cfg: FabricConfig, seed: int, flows: list[tuple[int, int, int, int, int]] | None = None
+) -> FabricResult:
+    """One run. `flows` replaces the ring workload by independent flows
+    (`topology.custom_workload`)."""
     cfg.validate()
     rng = np.random.default_rng(seed)
     fab = build_fabric(cfg)
-    wl = build_workload(cfg, fab, rng)
+    wl = build_workload(cfg, fab, rng) if flows is None else custom_workload(cfg, fab, flows)
     bg = background_sources(cfg, fab, rng)
     nf = wl.f_src.shape[0]
     mode = {"baseline": kn.MODE_BASELINE, "symphony": kn.MODE_SYMPHONY, "pq": kn.MODE_PQ}[cfg.mode]

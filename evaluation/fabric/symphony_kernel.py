@@ -288,4 +288,3 @@ def run_trace(
         out[i, 1] = p
         out[i, 2] = thr
         out[i, 3] = 1 if mark else 0
-

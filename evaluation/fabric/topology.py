@@ -178,3 +178,43 @@ def background_sources(
     t1 = t0 + round(bg.duration_us * 1e6)
     gap = np.full(k, round(cfg.mtu * 8 / bg.gbps * 1000), dtype=np.int64)
     return ports.astype(np.int64), t0, t1, gap
+
+
+def custom_workload(
+    cfg: FabricConfig, fab: Fabric, flows: list[tuple[int, int, int, int, int]]
+) -> Workload:
+    """Independent flows (src host, dst host, spine for a cross-ToR path, packets, start ps),
+    one job, step 0 each: the sanity checks (line rate, fair share) use it."""
+    h, t, p = cfg.hosts, cfg.tors, cfg.spines
+    nf = len(flows)
+    path = np.full((nf, 4), -1, dtype=np.int64)
+    plen = np.zeros(nf, dtype=np.int64)
+    slot = np.zeros(nf, dtype=np.int64)
+    sig = np.zeros(nf, dtype=np.int64)
+    for f, (a, b, u, _, _) in enumerate(flows):
+        ta, tb = int(fab.tor_of[a]), int(fab.tor_of[b])
+        hops = (
+            [a, h + b] if ta == tb else [a, 2 * h + ta * p + u, 2 * h + t * p + u * t + tb, h + b]
+        )
+        path[f, : len(hops)] = hops
+        plen[f] = len(hops)
+        slot[f], sig[f] = flow_slot(host_ip(a), f + 1)
+    col = np.array(flows, dtype=np.int64).reshape(nf, 5)
+    return Workload(
+        ring_hosts=np.zeros((0, 0), dtype=np.int64),
+        f_src=col[:, 0].copy(),
+        f_dst=col[:, 1].copy(),
+        f_job=np.ones(nf, dtype=np.int64),
+        f_ring=np.zeros(nf, dtype=np.int64),
+        f_step=np.zeros(nf, dtype=np.int64),
+        f_npk=col[:, 3].copy(),
+        f_path=path,
+        f_plen=plen,
+        f_slot=slot,
+        f_sig=sig,
+        f_psn0=np.zeros(nf, dtype=np.int64),
+        f_succ=np.full(nf, -1, dtype=np.int64),
+        f_start_ps=col[:, 4].copy(),
+        n_jobs=1,
+        n_steps=1,
+    )
