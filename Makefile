@@ -75,6 +75,7 @@ evaluation: setup
 	@mkdir -p $(BUILD)/evaluation
 	$(PY) -m evaluation.fabric.golden_diff --packets 1000000 | tee $(BUILD)/evaluation/golden_diff.txt
 	$(PY) bench/fabric_speed.py | tee $(BUILD)/evaluation/speed.txt
+	$(PY) -m evaluation.fabric.analysis --seeds 20 | tee $(BUILD)/evaluation/collision_bound.txt
 	$(PY) -m evaluation.fabric --out $(BUILD)/evaluation
 
 shell:
