@@ -2,6 +2,7 @@
 # `make help` lists the targets.
 
 SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 # p4c and bmv2 built from source live in /opt/p4/bin; packaged ones are on PATH already.
 export PATH := $(PATH):/opt/p4/bin
 
@@ -13,7 +14,7 @@ P4C_BMV2 ?= p4c-bm2-ss
 P4C ?= p4c
 CONFIG ?= examples/bmv2.toml
 
-.PHONY: help setup build run stop controller test unit ptf lint tofino2 bench experiment shell clean
+.PHONY: help setup build run stop controller test unit ptf lint tofino2 bench experiment evaluation shell clean
 
 help:
 	@echo "make setup     Python environment in $(VENV) (the package and its dev tools)"
@@ -25,6 +26,7 @@ help:
 	@echo "make tofino2   compile for Tofino2 (t2na) -> $(BUILD)/tofino2/, with a resource report"
 	@echo "make bench     bmv2 packet-rate ratio and controller install latency"
 	@echo "make experiment closed loop on bmv2 (DCQCN hosts, Fig. 9 and a ring) -> $(BUILD)/experiments/"
+	@echo "make evaluation  fabric simulator: every scenario, CSV + PNG -> $(BUILD)/evaluation/"
 	@echo "make shell     p4runtime-shell against the running switch (its own environment)"
 
 $(VENV)/.installed: pyproject.toml
@@ -74,6 +76,13 @@ bench: setup build
 # Starts and stops its own bmv2 and controller (evaluation/hosts/testbed.py); needs root.
 experiment: setup build
 	$(PY) -m evaluation.hosts --out $(BUILD)/experiments $(EXPERIMENT_ARGS)
+
+evaluation: setup
+	@mkdir -p $(BUILD)/evaluation
+	$(PY) -m evaluation.fabric.golden_diff --packets 1000000 | tee $(BUILD)/evaluation/golden_diff.txt
+	$(PY) bench/fabric_speed.py | tee $(BUILD)/evaluation/speed.txt
+	$(PY) -m evaluation.fabric.analysis --seeds 20 | tee $(BUILD)/evaluation/collision_bound.txt
+	$(PY) -m evaluation.fabric --out $(BUILD)/evaluation
 
 shell:
 	tools/p4shell.sh

@@ -1,0 +1,182 @@
+"""Run the fabric experiments: CSV, summary tables (markdown) and PNG plots.
+
+python -m evaluation.fabric                          # every scenario, 20 seeds -> build/evaluation
+python -m evaluation.fabric --scenario ecmp --seeds 20
+python -m evaluation.fabric --quick --seeds 2        # the small configuration of each
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import statistics
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from evaluation.fabric.scenarios import SCENARIOS, Run, scenario_runs
+from evaluation.fabric.sim import FabricResult, simulate
+
+FIELDS = (
+    "scenario",
+    "variant",
+    "param",
+    "seed",
+    "hosts",
+    "chunk_kb",
+    "cct_us",
+    "cct_jobs_us",
+    "lockstep_us",
+    "max_overlap",
+    "mean_overlap",
+    "symphony_marks",
+    "queue_marks",
+    "cnps",
+    "dropped",
+    "out_of_order",
+    "events",
+    "wall_s",
+    "error",
+)
+
+
+def _run(run: Run) -> tuple[Run, FabricResult]:
+    return run, simulate(run.cfg, run.seed)
+
+
+def row(run: Run, res: FabricResult) -> dict[str, object]:
+    st = res.stats
+    return {
+        "scenario": run.scenario,
+        "variant": run.variant,
+        "param": run.param,
+        "seed": run.seed,
+        "hosts": run.cfg.hosts,
+        "chunk_kb": run.cfg.chunk_bytes // 1024,
+        "cct_us": round(res.cct_max_us, 1),
+        "cct_jobs_us": " ".join(f"{c:.1f}" for c in res.cct_us),
+        "lockstep_us": round(res.lockstep_us, 1),
+        "max_overlap": max(res.max_overlap),
+        "mean_overlap": round(max(res.mean_overlap), 3),
+        "symphony_marks": st["symphony_marks"],
+        "queue_marks": st["queue_marks"],
+        "cnps": st["cnps"],
+        "dropped": st["dropped"] + st["bg_dropped"],
+        "out_of_order": st["out_of_order"],
+        "events": st["events"],
+        "wall_s": round(res.wall_s, 3),
+        "error": st["error"],
+    }
+
+
+def summarise(rows: list[dict[str, object]]) -> str:
+    """One markdown table per scenario: median CCT (and vs baseline), max overlap."""
+    out = []
+    by_scn: dict[str, list[dict[str, object]]] = {}
+    for r in rows:
+        by_scn.setdefault(str(r["scenario"]), []).append(r)
+    for scn, rs in by_scn.items():
+        out += [
+            f"### {scn}",
+            "",
+            "| variant | param | seeds | median CCT (ms) | vs baseline | x lockstep | "
+            "max overlap (median) | mean overlap | Symphony marks | CNPs | drops |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        groups: dict[tuple[str, str], list[dict[str, object]]] = {}
+        for r in rs:
+            groups.setdefault((str(r["variant"]), str(r["param"])), []).append(r)
+
+        def base_med(param: str, groups: dict = groups) -> float | None:
+            b = groups.get(("baseline", param)) or groups.get(("baseline", ""))
+            return statistics.median(float(x["cct_us"]) for x in b) if b else None
+
+        for (var, param), g in groups.items():
+            med = statistics.median(float(x["cct_us"]) for x in g)
+            bm = base_med(param)
+            rel = f"{(med / bm - 1) * 100:+.1f}%" if bm else "-"
+            lock = float(g[0]["lockstep_us"])
+            out.append(
+                f"| {var} | {param} | {len(g)} | {med / 1000:.1f} | {rel} | {med / lock:.2f} | "
+                f"{statistics.median(int(x['max_overlap']) for x in g):g} | "
+                f"{statistics.mean(float(x['mean_overlap']) for x in g):.2f} | "
+                f"{statistics.mean(int(x['symphony_marks']) for x in g):.0f} | "
+                f"{statistics.mean(int(x['cnps']) for x in g):.0f} | "
+                f"{statistics.mean(int(x['dropped']) for x in g):.0f} |"
+            )
+        out.append("")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scenario", action="append", choices=SCENARIOS)
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--sweep-seeds", type=int, default=10, help="seeds per point of a sweep")
+    ap.add_argument("--seeds-128", type=int, default=2, help="seeds for ecmp-128 (slow)")
+    ap.add_argument("--quick", action="store_true", help="the small configuration of each")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--out", type=Path, default=Path("build/evaluation"))
+    ap.add_argument("--no-plots", action="store_true")
+    args = ap.parse_args(argv)
+
+    runs: list[Run] = []
+    for name in args.scenario or SCENARIOS:
+        n = args.seeds
+        if not args.quick and name == "ecmp-128":
+            n = args.seeds_128
+        elif not args.quick and name in ("imbalance", "k-sweep", "chunk-sweep"):
+            n = args.sweep_seeds
+        runs += scenario_runs(name, range(n), quick=args.quick)
+    # Longest first, so the pool does not end on one slow run.
+    runs.sort(key=lambda r: -r.cfg.hosts * r.cfg.chunk_bytes * r.cfg.steps)
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, object]] = []
+    series: dict[str, dict[str, object]] = {}
+    t0 = time.monotonic()
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        for run, res in tqdm(pool.map(_run, runs), total=len(runs), desc="runs", unit="run"):
+            rows.append(row(run, res))
+            if run.seed == 0 and run.param in ("", "1.13"):
+                key = f"{run.scenario}/{run.variant}"
+                series[key] = {
+                    "overlap": res.overlap_series,
+                    "rx_gbps": res.rx_gbps_series,
+                    "sample_us": res.sample_us,
+                }
+    wall = time.monotonic() - t0
+    rows.sort(key=lambda r: (str(r["scenario"]), str(r["variant"]), str(r["param"]), r["seed"]))
+    with open(args.out / "runs.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+    np.savez_compressed(
+        args.out / "series.npz",
+        **{
+            f"{k}/{name}": np.asarray(v[name])
+            for k, v in series.items()
+            for name in ("overlap", "rx_gbps", "sample_us")
+        },
+    )
+    events = sum(int(r["events"]) for r in rows)
+    cpu = sum(float(r["wall_s"]) for r in rows)
+    text = summarise(rows)
+    text += (
+        f"\n{len(rows)} runs, {events / 1e6:.0f} M events in {wall:.0f} s wall on "
+        f"{args.jobs} workers; kernel {events / cpu / 1e6:.1f} M events/s per core\n"
+    )
+    (args.out / "summary.md").write_text(text)
+    print(text)
+    if not args.no_plots:
+        from evaluation.fabric.plots import plot_all
+
+        for p in plot_all(args.out):
+            print("wrote", p)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""The experiments: every scenario runs its variants (baseline DCQCN, strict priority for lagging
+flows, Symphony) on the same seeds. `quick=True` gives a small configuration of each (4 rings
+of 4 over 16 hosts, 64 KB chunks) for the tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from evaluation.fabric.config import Background, FabricConfig
+from symphony.model.params import JobParams
+
+KB = 1 << 10
+MB = 1 << 20
+K_SWEEP = (1e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 1.0)
+IMBALANCES = (1.1, 1.13, 1.3, 1.5, 1.7)
+CHUNKS = (128 * KB, 512 * KB, 2 * MB, 8 * MB, 16 * MB)
+
+
+@dataclass(frozen=True)
+class Run:
+    scenario: str
+    variant: str  # baseline | pq | symphony
+    param: str  # the swept value, "" when none
+    cfg: FabricConfig
+    seed: int
+
+
+def _three(scenario: str, base: FabricConfig, seeds: range, param: str = "") -> list[Run]:
+    return [
+        Run(scenario, mode, param, replace(base, mode=mode), s)
+        for mode in ("baseline", "pq", "symphony")
+        for s in seeds
+    ]
+
+
+def base_config(quick: bool, hosts: int = 32) -> FabricConfig:
+    if quick:
+        return FabricConfig(hosts=16, chunk_bytes=64 * KB)
+    return FabricConfig(hosts=hosts)
+
+
+def scenario_runs(name: str, seeds: range, quick: bool = False) -> list[Run]:
+    b = base_config(quick)
+    if name == "lockstep":
+        cfg = replace(b, routing="static", start_jitter_ns=0)
+        return [
+            Run(name, m, "", replace(cfg, mode=m), s)
+            for m in ("baseline", "symphony")
+            for s in seeds
+        ]
+    if name == "ecmp":
+        return _three(name, b, seeds)
+    if name == "ecmp-128":
+        return _three(name, b if quick else base_config(False, hosts=128), seeds)
+    if name == "imbalance":
+        out = []
+        for x in IMBALANCES[:2] if quick else IMBALANCES:
+            cfg = replace(b, routing="static", imbalance=x)
+            out += _three(name, cfg, seeds, f"{x:g}")
+        return out
+    if name == "transient-bg":
+        bg = Background(bursts=4, gbps=3.0, duration_us=200.0 if quick else 5000.0)
+        return _three(name, replace(b, routing="static", background=bg), seeds)
+    if name == "k-sweep":
+        out = [Run(name, "baseline", "", replace(b, mode="baseline"), s) for s in seeds]
+        for k in K_SWEEP[::3] if quick else K_SWEEP:
+            cfg = replace(b, mode="symphony", symphony=JobParams(k=k))
+            out += [Run(name, "symphony", f"{k:g}", cfg, s) for s in seeds]
+        return out
+    if name == "chunk-sweep":
+        out = []
+        for c in (16 * KB, 64 * KB) if quick else CHUNKS:
+            cfg = replace(b, chunk_bytes=c)
+            out += [
+                Run(name, m, f"{c // KB}KB", replace(cfg, mode=m), s)
+                for m in ("baseline", "symphony")
+                for s in seeds
+            ]
+        return out
+    if name == "two-jobs":
+        # Job B starts when job A is a quarter through its lockstep time (the paper: 500 ms).
+        cfg = replace(b, jobs=2, job_start_us=(0.0, 0.25 * b.lockstep_bound_us()))
+        return _three(name, cfg, seeds)
+    raise ValueError(f"unknown scenario {name!r}")
+
+
+SCENARIOS = (
+    "lockstep",
+    "ecmp",
+    "imbalance",
+    "transient-bg",
+    "k-sweep",
+    "chunk-sweep",
+    "two-jobs",
+    "ecmp-128",
+)

@@ -1,0 +1,290 @@
+"""The golden model's per-packet algorithm (`symphony.model.pipeline.Pipeline.process`, bmv2
+target) as numba code over integer arrays, so the fabric simulator can run it at every switch
+for every packet.
+
+Nothing here computes a table: the log2, log2(alpha) and threshold tables are read from
+`symphony.model.tables.lut_entries()`, the entries the controller installs on the switch, and
+the integer steps mirror `pipeline.py` line by line. `tests/test_fabric_golden.py` (and
+`bench/fabric_golden_diff.py`, 1 M packets) feed one trace to both and require identical
+decisions and state.
+
+State layout, one row per (switch, job):
+  JS_* columns of `js[switch, job, :]`: the JobState fields;
+  `flows[switch, slot]`: the 64-bit flow_base register (sig:16 | step:16 | base:24);
+  `prm[job, :]`: the job's action data (P_* columns), all zero for an uninstalled job.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from symphony.model import arithmetic as ar
+from symphony.model import tables as tb
+
+JS_STEP_MIN, JS_PSN_REC, JS_ALPHA, JS_CNT_TOTAL, JS_CNT_OP, JS_WIN_START = range(6)
+JS_PACKETS, JS_MARKS, JS_QUEUE_MARKS = range(6, 9)
+JS_FIELDS = 9
+P_INSTALLED, P_MARK_ENABLE, P_K_LOG, P_TAU_Q8, P_T_WIN = range(5)
+P_N_WARMUP, P_N_SAMPLE, P_ALPHA_MAX, P_PSN_ABSOLUTE = range(5, 9)
+P_FIELDS = 9
+ACTION_KEYS = (
+    "mark_enable",
+    "k_log",
+    "tau_q8",
+    "t_win",
+    "n_warmup",
+    "n_sample",
+    "alpha_max",
+    "psn_absolute",
+)
+
+STEP_MASK = ar.STEP_MASK
+STEP_HALF = ar.STEP_HALF
+PSN_MASK = ar.PSN_MASK
+COIN_RANGE = ar.COIN_RANGE
+TAU_ONE = ar.TAU_ONE
+MASK32 = (1 << 32) - 1
+M_BITS = ar.LOG_MANTISSA_BITS
+DIRECT = 1 << (M_BITS + 1)  # x below this has its own log entry
+PROB_TABLE_SIZE = ar.PROB_TABLE_SIZE
+
+
+def log_index(x: int) -> int:
+    """Index into the flat log table for the LPM bucket of x (the njit `_log_index` in Python)."""
+    e = x.bit_length() - 1
+    if e <= M_BITS:
+        return x
+    drop = e - M_BITS
+    return DIRECT + (e - M_BITS - 1) * (1 << M_BITS) + ((x >> drop) - (1 << M_BITS))
+
+
+def golden_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(log2 table over the LPM buckets, log2 alpha table, coin threshold table), read from the
+    entries `symphony.model.tables` generates for the switch."""
+    size = DIRECT + (ar.PSN_BITS - M_BITS - 1) * (1 << M_BITS)
+    log_p = np.full(size, -(1 << 30), dtype=np.int64)
+    log_rec = np.full(size, -(1 << 30), dtype=np.int64)
+    log_alpha = np.zeros(ar.ALPHA_LIMIT + 1, dtype=np.int64)
+    thr = np.full(PROB_TABLE_SIZE, -1, dtype=np.int64)
+    default_thr = -1
+    for e in tb.lut_entries():
+        if e.table in (tb.LOG_P, tb.LOG_PSN_REC):
+            (lo, plen) = next(iter(e.match.values()))
+            (log_p if e.table == tb.LOG_P else log_rec)[log_index(lo)] = e.params["value"]
+            assert ar.log_bucket(lo) == (lo, plen)
+        elif e.table == tb.LOG_ALPHA:
+            log_alpha[e.match["alpha"]] = e.params["value"]
+        elif e.table == tb.PROB_THRESHOLD:
+            if e.is_default:
+                default_thr = e.params["threshold"]
+            else:
+                thr[e.match["d"]] = e.params["threshold"]
+    # One log table serves p and psn_rec: the switch installs the same values in both.
+    assert np.array_equal(log_p, log_rec) and (log_p[1:] > -(1 << 30)).all()
+    assert (thr >= 0).all() and default_thr == COIN_RANGE
+    return log_p, log_alpha, thr
+
+
+def action_row(action: dict[str, int]) -> np.ndarray:
+    """One `prm` row from `JobParams.to_action_params(...)`."""
+    row = np.zeros(P_FIELDS, dtype=np.int64)
+    row[P_INSTALLED] = 1
+    for i, key in enumerate(ACTION_KEYS):
+        row[P_MARK_ENABLE + i] = action[key]
+    return row
+
+
+@njit(cache=True, inline="always")
+def _log_index(x: int) -> int:
+    e = 0
+    y = x >> 1
+    while y:
+        e += 1
+        y >>= 1
+    if e <= M_BITS:
+        return x
+    drop = e - M_BITS
+    return DIRECT + (e - M_BITS - 1) * (1 << M_BITS) + ((x >> drop) - (1 << M_BITS))
+
+
+@njit(cache=True, inline="always")
+def step_later(s: int, ref: int) -> bool:
+    d = (s - ref) & STEP_MASK
+    return 0 < d < STEP_HALF
+
+
+@njit(cache=True, inline="always")
+def step_earlier(s: int, ref: int) -> bool:
+    return ((s - ref) & STEP_MASK) >= STEP_HALF
+
+
+@njit(cache=True, inline="always")
+def opcode_kind(opcode: int) -> int:
+    """0 untracked, else 1 + 2*is_first + 4*is_last (pipeline.is_tracked_opcode/is_first/is_last).
+    Low 5 bits: SEND_FIRST 0 .. SEND_ONLY_IMM 5, WRITE_FIRST 6 .. WRITE_ONLY_IMM 11."""
+    hi = opcode >> 5
+    op = opcode & 0x1F
+    if (hi != 0 and hi != 1) or op > 11:
+        return 0
+    k = 1
+    if op in (0, 4, 5, 6, 10, 11):
+        k += 2
+    if op in (2, 3, 4, 5, 8, 9, 10, 11):
+        k += 4
+    return k
+
+
+@njit(cache=True)
+def process(
+    js: np.ndarray,
+    flows: np.ndarray,
+    prm: np.ndarray,
+    sw: int,
+    job: int,
+    slot: int,
+    sig: int,
+    step: int,
+    opcode: int,
+    psn: int,
+    now: int,
+    log_tab: np.ndarray,
+    alpha_tab: np.ndarray,
+    thr_tab: np.ndarray,
+) -> tuple[int, int, bool]:
+    """`Pipeline.process` for a packet already classified to `job` (> 0, installed) at switch
+    `sw`; `slot`/`sig` are `pipeline.flow_slot(src, dqpn)`. Returns (p or -1, threshold,
+    outpacing). The caller draws the coin when 0 < threshold < 2^24 and calls `count_mark`."""
+    kind = opcode_kind(opcode)
+    st = js[sw, job]
+    s = step
+    # SPEC 2: progress in step.
+    if kind & 2:
+        flows[sw, slot] = (sig << 40) | (s << 24) | psn
+        p = 0
+    else:
+        v = flows[sw, slot]
+        if ((v >> 40) & 0xFFFF) == sig and ((v >> 24) & 0xFFFF) == s:
+            p = (psn - (v & PSN_MASK)) & PSN_MASK
+        else:
+            p = -1
+    if prm[job, P_PSN_ABSOLUTE]:
+        p = psn
+
+    # 1. Window rollover (bmv2: unsigned 32-bit difference).
+    if ((now - st[JS_WIN_START]) & MASK32) >= prm[job, P_T_WIN]:
+        if st[JS_CNT_TOTAL] >= prm[job, P_N_SAMPLE]:
+            if st[JS_CNT_OP] * TAU_ONE >= prm[job, P_TAU_Q8] * st[JS_CNT_TOTAL]:
+                st[JS_ALPHA] = min(prm[job, P_ALPHA_MAX], st[JS_ALPHA] + 1)
+            else:
+                st[JS_ALPHA] = max(1, st[JS_ALPHA] - 1)
+        st[JS_CNT_TOTAL] = 0
+        st[JS_CNT_OP] = 0
+        st[JS_PSN_REC] = 0
+        st[JS_WIN_START] = now & MASK32
+
+    # 2. Traffic stats against step_min before this packet's update.
+    later = step_later(s, st[JS_STEP_MIN])
+    st[JS_CNT_TOTAL] = (st[JS_CNT_TOTAL] + 1) & MASK32
+    if later:
+        st[JS_CNT_OP] = (st[JS_CNT_OP] + 1) & MASK32
+
+    # 3. Progress.
+    if kind & 4:
+        st[JS_STEP_MIN] = (s + 1) & STEP_MASK
+        st[JS_PSN_REC] = 0
+    elif step_earlier(s, st[JS_STEP_MIN]):
+        st[JS_STEP_MIN] = s
+        st[JS_PSN_REC] = p if p > 0 else 0
+    elif s == st[JS_STEP_MIN] and p >= 0:
+        st[JS_PSN_REC] = max(st[JS_PSN_REC], p)
+
+    # 4. Decision: d = log p + log alpha + k_log - log psn_rec, then the threshold table.
+    threshold = 0
+    outpacing = step_later(s, st[JS_STEP_MIN])
+    if (
+        prm[job, P_MARK_ENABLE]
+        and outpacing
+        and st[JS_PSN_REC] > prm[job, P_N_WARMUP]
+        and p > 0  # p = 0 gives threshold 0 (mark_threshold), p = -1 is unknown
+    ):
+        d = (
+            log_tab[_log_index(p)]
+            + alpha_tab[st[JS_ALPHA]]
+            + prm[job, P_K_LOG]
+            - log_tab[_log_index(st[JS_PSN_REC])]
+        )
+        if d < 0:
+            threshold = 0
+        elif d >= PROB_TABLE_SIZE:
+            threshold = COIN_RANGE
+        else:
+            threshold = thr_tab[d]
+    st[JS_PACKETS] = (st[JS_PACKETS] + 1) & MASK32
+    return p, threshold, outpacing
+
+
+@njit(cache=True, inline="always")
+def decide(threshold: int, coin: int) -> bool:
+    """The mark for a threshold and a 24-bit coin (Decision.mark with the coin known)."""
+    if threshold == 0:
+        return False
+    if threshold >= COIN_RANGE:
+        return True
+    return coin < threshold
+
+
+@njit(cache=True)
+def run_trace(
+    js: np.ndarray,
+    flows: np.ndarray,
+    prm: np.ndarray,
+    job_by_tag: np.ndarray,
+    tag: np.ndarray,
+    slot: np.ndarray,
+    sig: np.ndarray,
+    step: np.ndarray,
+    opcode: np.ndarray,
+    psn: np.ndarray,
+    now: np.ndarray,
+    coin: np.ndarray,
+    out: np.ndarray,
+    log_tab: np.ndarray,
+    alpha_tab: np.ndarray,
+    thr_tab: np.ndarray,
+) -> None:
+    """A trace through one switch (index 0), classification by tag as `Pipeline.classify` does
+    it in tag mode. out[i] = (job or 0, p or -1, threshold, mark)."""
+    for i in range(tag.shape[0]):
+        job = 0
+        if opcode_kind(opcode[i]) and tag[i] > 0:
+            job = job_by_tag[tag[i]]
+        if job == 0 or not prm[job, P_INSTALLED]:
+            out[i, 0] = 0
+            out[i, 1] = -1
+            out[i, 2] = 0
+            out[i, 3] = 0
+            continue
+        p, thr, _ = process(
+            js,
+            flows,
+            prm,
+            0,
+            job,
+            slot[i],
+            sig[i],
+            step[i],
+            opcode[i],
+            psn[i],
+            now[i],
+            log_tab,
+            alpha_tab,
+            thr_tab,
+        )
+        mark = decide(thr, coin[i])
+        if mark:
+            js[0, job, JS_MARKS] += 1
+        out[i, 0] = job
+        out[i, 1] = p
+        out[i, 2] = thr
+        out[i, 3] = 1 if mark else 0

@@ -1,0 +1,105 @@
+"""The leaf-spine simulator (evaluation/fabric): sanity checks against known answers, then a small
+seeded configuration of every scenario with its invariants, and the golden-model equivalence
+of the numba Symphony kernel on a 20 k-packet trace (the 1 M-packet run is
+`python -m evaluation.fabric.golden_diff`, part of `make evaluation`)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from evaluation.fabric.config import FabricConfig
+from evaluation.fabric.golden_diff import compare
+from evaluation.fabric.scenarios import SCENARIOS, scenario_runs
+from evaluation.fabric.sim import FabricResult, simulate
+from symphony.model.params import JobParams
+
+SMALL = FabricConfig(hosts=16)
+SER_US = SMALL.mtu * 8 / (SMALL.link_gbps * 1000)
+
+
+def conserved(res: FabricResult) -> None:
+    st = res.stats
+    assert st["error"] == 0
+    # every transmitted data packet was delivered in order, discarded by go-back-N, dropped, or
+    # (a late duplicate) still in the network when the last job finished
+    discarded = st["out_of_order"] + st["duplicate"] + st["dropped"] + st["left_in_flight"]
+    assert st["sent"] == st["delivered"] + discarded
+    assert st["bg_sent"] == st["bg_done"] + st["bg_dropped"] + st["bg_left_in_flight"]
+    assert st["marks_not_outpacing"] == 0
+
+
+def test_golden_model_equivalence_20k_packets() -> None:
+    summary = compare(20_000, seed=3)
+    # the trace reached the interesting branches
+    assert summary["thr_partial"] > 100 and summary["thr_certain"] > 100
+    assert summary["unknown_p"] > 100 and summary["marks"] > 100
+    assert summary["alpha_max_seen"] > 2
+
+
+def test_one_flow_reaches_line_rate() -> None:
+    n = 4000
+    res = simulate(SMALL, 0, flows=[(0, 5, 1, n, 0)])  # host 0 (ToR 0) -> host 5 (ToR 1)
+    conserved(res)
+    assert res.stats["delivered"] == n and res.stats["cnps"] == 0
+    gbps = n * SMALL.mtu * 8 / (res.cct_us[0] * 1000)
+    assert gbps > 0.99 * SMALL.link_gbps
+
+
+def test_flows_on_one_bottleneck_share_it_fairly() -> None:
+    # 4 hosts of ToR 0 to 4 hosts of ToR 1, all through spine 0: one 10 Gb/s uplink for four.
+    n = 15_000
+    flows = [(a, 4 + a, 0, n, 0) for a in range(4)]
+    res = simulate(SMALL, 0, flows=flows)
+    conserved(res)
+    assert res.stats["cnps"] > 50  # DCQCN did the sharing, not the buffer
+    assert res.stats["dropped"] == 0
+    done = res.flow_done_us
+    ideal = 4 * n * SER_US
+    assert done.max() < 1.05 * ideal  # the bottleneck stayed busy
+    assert done.min() > 0.9 * done.max()  # and each flow got about a quarter of it
+
+
+def test_lockstep_meets_the_bound() -> None:
+    cfg = replace(SMALL, routing="static", start_jitter_ns=0, chunk_bytes=1 << 20)
+    res = simulate(cfg, 0)
+    conserved(res)
+    assert res.cct_max_us == pytest.approx(cfg.lockstep_bound_us(), rel=0.02)
+    assert res.cct_max_us >= cfg.lockstep_bound_us()
+    assert res.stats["queue_marks"] == 0 and max(res.max_overlap) <= 2
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_small_scenario_runs_and_conserves(scenario: str) -> None:
+    runs = scenario_runs(scenario, range(1), quick=True)
+    assert {r.variant for r in runs} >= {"baseline", "symphony"}
+    for run in runs:
+        res = simulate(run.cfg, run.seed)
+        conserved(res)
+        n_flows = run.cfg.rings * run.cfg.ring_size * run.cfg.steps
+        assert res.stats["delivered"] == n_flows * run.cfg.pkts_per_chunk
+        assert all(c >= run.cfg.lockstep_bound_us() * 0.99 for c in res.cct_us)
+        assert 1 <= max(res.max_overlap) <= run.cfg.steps
+        if run.variant != "symphony":
+            assert res.stats["symphony_marks"] == 0
+
+
+def test_symphony_marks_only_outpacing_and_lowers_overlap() -> None:
+    cfg = replace(SMALL, chunk_bytes=256 << 10)
+    base = simulate(cfg, 2)
+    sym = simulate(replace(cfg, mode="symphony", symphony=JobParams(k=1.0)), 2)
+    conserved(sym)
+    assert sym.stats["symphony_marks"] > 100
+    assert sum(sym.mean_overlap) < sum(base.mean_overlap)
+
+
+def test_deterministic_per_seed() -> None:
+    cfg = replace(SMALL, chunk_bytes=64 << 10, mode="symphony")
+    a, b, c = simulate(cfg, 4), simulate(cfg, 4), simulate(cfg, 5)
+    assert a.stats == b.stats and a.cct_us == b.cct_us
+    assert a.stats != c.stats
