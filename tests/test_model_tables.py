@@ -91,6 +91,18 @@ def test_queue_ramp_in_packets_is_exact() -> None:
     assert queue_mark_threshold(101, q) == ar.COIN_RANGE
 
 
+def test_queue_ramp_up_to_the_largest_depth_fits_the_field() -> None:
+    """K_max at the last 19-bit depth (the config accepts it): every range stays inside the
+    field, so the switch takes the entries (an overflowing "above K_max" range once made the
+    controller retry the pipeline forever)."""
+    q = QueueParams(k_min=500_000, k_max=QUEUE_DEPTH_LIMIT - 1, p_max=0.2)
+    entries = queue_mark_entries(0, q)
+    assert all(0 <= e.match["deq_qdepth"][1] < QUEUE_DEPTH_LIMIT for e in entries)
+    assert _ramp_lookup(entries, 0) == _ramp_lookup(entries, q.k_min - 1) == 0
+    top = _ramp_lookup(entries, QUEUE_DEPTH_LIMIT - 1) / ar.COIN_RANGE
+    assert abs(top - q.p_max) <= q.p_max / 256 + 1e-9  # the ramp's last bucket, not "always"
+
+
 def test_queue_ramp_in_bytes_is_bucketed() -> None:
     q = QueueParams(k_min=10_000, k_max=200_000, p_max=0.5)
     entries = queue_mark_entries(1, q)

@@ -48,6 +48,8 @@ def free_port() -> int:
 class Testbed:
     """bmv2 + controller for one experiment session; use as a context manager."""
 
+    __test__ = False  # not a pytest class, despite its name
+
     def __init__(
         self,
         run_dir: Path,

@@ -126,9 +126,11 @@ def queue_mark_entries(port: int, params: QueueParams) -> list[TableEntrySpec]:
         thr = queue_mark_threshold((lo + hi) // 2, params)
         if thr:
             entries.append(_queue_entry(port, lo, hi, thr, action))
-    entries.append(
-        _queue_entry(port, params.k_max + 1, QUEUE_DEPTH_LIMIT - 1, ar.COIN_RANGE, action)
-    )
+    # Always mark above K_max; with K_max at the largest depth there is no "above".
+    if params.k_max + 1 < QUEUE_DEPTH_LIMIT:
+        entries.append(
+            _queue_entry(port, params.k_max + 1, QUEUE_DEPTH_LIMIT - 1, ar.COIN_RANGE, action)
+        )
     return entries
 
 
