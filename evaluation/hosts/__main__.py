@@ -13,6 +13,7 @@ import argparse
 import csv
 import json
 import platform
+import re
 import statistics
 import sys
 import time
@@ -40,19 +41,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--out", type=Path, default=ROOT / "build/experiments")
     p.add_argument("--reps", type=int, default=5, help="repetitions per point (seeds 0..reps-1)")
-    p.add_argument("--line-pps", type=float, default=2500.0, help="emulated link rate, packets/s")
-    p.add_argument("--flow-packets", type=int, default=4000, help="experiment 1 flow size")
+    p.add_argument("--line-pps", type=float, default=4000.0, help="emulated link rate, packets/s")
+    p.add_argument("--flow-packets", type=int, default=10000, help="experiment 1 flow size")
     p.add_argument(
         "--offsets", default="0,0.25,0.5,0.75", help="A's start delay, in units of B's alone time"
     )
     p.add_argument("--ks", default="0.001,0.01,0.1", help="Symphony variants (k values)")
-    p.add_argument("--ring-ks", default="0.01", help="Symphony variants of experiment 2")
-    p.add_argument("--ring-line-pps", type=float, default=1500.0)
-    p.add_argument("--chunk", type=int, default=600, help="experiment 2 chunk, packets per step")
+    p.add_argument("--ring-ks", default="0.001,0.01", help="Symphony variants of experiment 2")
+    p.add_argument("--ring-line-pps", type=float, default=2500.0)
+    p.add_argument("--chunk", type=int, default=1200, help="experiment 2 chunk, packets per step")
     p.add_argument("--slowdown", type=float, default=1.5, help="experiment 2 slow hop factor")
     p.add_argument("--smoke", action="store_true", help="one short run of each experiment")
     p.add_argument("--only", choices=("pair", "ring"), default=None)
     return p.parse_args(argv)
+
+
+def job_name(*parts: object) -> str:
+    """A controller job name (letters, digits, . _ -) for one run."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", "-".join(map(str, parts)))
 
 
 def write_csv(path: Path, rows: list[dict]) -> None:
@@ -68,7 +74,7 @@ def write_csv(path: Path, rows: list[dict]) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.smoke:
-        args.reps, args.flow_packets, args.chunk = 1, 1500, 200
+        args.reps, args.flow_packets, args.chunk = 1, 2000, 300
         args.offsets, args.ks, args.ring_ks = "0.5", "0.01", "0.01"
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -119,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                     offset=o * t_alone,
                     packets=args.flow_packets,
                     seed=s,
-                    name=f"pair-{v.name}-{o}-{s}",
+                    name=job_name("pair", v.name, o, s),
                     keep_trace=keep,
                 )
                 row["offset_frac"] = o
@@ -148,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
                     slowdown=args.slowdown,
                     jitter_s=0.05 * args.chunk / args.ring_line_pps,
                     seed=s,
-                    name=f"ring-{v.name}-{s}",
+                    name=job_name("ring", v.name, s),
                 )
                 ring_rows.append(res.row)
                 if s == 0:

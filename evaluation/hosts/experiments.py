@@ -121,6 +121,7 @@ def run_pair(
         "queue_marks": live.queue_marks,
         "alpha_end": live.alpha,
         "unexpected_frames": fab.unexpected,
+        "host_rx_drops": fab.host_drops,
     }
     for f, qp in (("A", a), ("B", b)):
         if f in msgs:
@@ -269,6 +270,7 @@ def run_ring(
         "max_lag_ms": max(qp.max_lag for qp in qps.values()) * 1e3,
         "late_frac": sum(qp.late_sends for qp in qps.values()) / max(sent, 1),
         "unexpected_frames": fab.unexpected,
+        "host_rx_drops": fab.host_drops,
     }
     return RingResult(row, intervals)
 

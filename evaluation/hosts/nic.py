@@ -18,6 +18,7 @@ from __future__ import annotations
 import random
 import select
 import socket
+import struct
 import time
 from collections import deque
 from collections.abc import Callable
@@ -29,6 +30,8 @@ from symphony import packets as rp
 
 ETH_P_IP = 0x0800
 PACKET_OUTGOING = 4
+SOL_PACKET, PACKET_STATISTICS = 263, 6
+SO_SNDBUFFORCE, SO_RCVBUFFORCE = 32, 33
 PSN_MASK = (1 << 24) - 1
 
 
@@ -79,8 +82,8 @@ class SenderQP:
     sent_in_msg: int = 0
     next_send: float = 0.0
     sent: int = 0
-    max_lag: float = 0.0  # worst lateness of a send against its paced time (seconds)
-    late_sends: int = 0  # sends more than one inter-packet gap late
+    max_lag: float = 0.0  # worst lateness of a send against when it was due (seconds)
+    late_sends: int = 0  # sends later than one line-rate packet gap
     busy_time: float = 0.0  # seconds with a message to send
     busy_since: float | None = None
     rate_log: list[tuple[float, float]] = field(default_factory=list)  # (t, rc) after each change
@@ -115,6 +118,8 @@ class Fabric:
         self.on_delivered: Callable[[ReceiverQP, StepLog, float], None] | None = None
         self.t0 = 0.0
         self.unexpected = 0  # frames addressed to no QP of ours
+        self.host_drops = 0  # frames the hosts' sockets dropped (see rx_drops)
+        self.nic_free: dict[int, float] = {}  # per host: when its link can take the next frame
         self._next_qpn = 0x100
 
     # -- set-up ---------------------------------------------------------------------------
@@ -122,13 +127,24 @@ class Fabric:
         for port, h in self.hosts.items():
             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_IP))
             s.bind((h.ifname, 0))
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 << 20)
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 32 << 20)
+            # FORCE: as root, past net.core.rmem_max (~200 frames by default), so a stall of
+            # the loop never overflows a socket; what still overflows is counted (rx_drops).
+            s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 64 << 20)
+            s.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 16 << 20)
             s.setblocking(False)
             self.socks[port] = s
         self._drain()
 
+    def rx_drops(self) -> int:
+        """Frames the kernel dropped because a host's socket was full (PACKET_STATISTICS):
+        losses of the emulated hosts, not of the switch. Reading resets the kernel's count."""
+        for s in self.socks.values():
+            _packets, drops = struct.unpack("II", s.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
+            self.host_drops += drops
+        return self.host_drops
+
     def close(self) -> None:
+        self.rx_drops()
         for s in self.socks.values():
             s.close()
         self.socks.clear()
@@ -186,23 +202,30 @@ class Fabric:
             qp.rp = ReactionPoint(self.p, 0.0)
             qp.rate_log.append((0.0, qp.rp.rc))
         todo = sorted(timers or [], key=lambda t: t[0])
+        senders = list(self.senders.values())
+        turn = 0
+        self.nic_free = dict.fromkeys(self.hosts, 0.0)
         socks = list(self.socks.values())
         by_fd = {s.fileno(): port for port, s in self.socks.items()}
         while True:
             now = self.now()
             while todo and todo[0][0] <= now:
                 todo.pop(0)[1](now)
-            for qp in self.senders.values():
+            for qp in senders:
                 if now >= qp.rp.next_deadline():
                     qp.rp.on_time(now)
                     self._rate_changed(qp, now)
-                if qp.current is not None:
-                    self._send_due(qp, now)
+            turn = (turn + 1) % len(senders)
+            self._send_due(senders[turn:] + senders[:turn], now)
             self._receive(by_fd, socks, 0.0)
             if until(now) or now > limit_s:
                 return now
             deadline = min(
-                [qp.next_send for qp in self.senders.values() if qp.current is not None]
+                [
+                    max(qp.next_send, self.nic_free[qp.src.port])
+                    for qp in senders
+                    if qp.current is not None
+                ]
                 + [qp.rp.next_deadline() for qp in self.senders.values()]
                 + [t for t, _ in todo[:1]]
                 + [now + 0.005]
@@ -226,38 +249,51 @@ class Fabric:
                 qp.busy_time += now - qp.busy_since
                 qp.busy_since = None
 
-    def _send_due(self, qp: SenderQP, now: float) -> None:
-        sock = self.socks[qp.src.port]
+    def _send_due(self, order: list[SenderQP], now: float) -> None:
+        """Send every packet that is due, one per QP per pass (round robin), within each
+        host NIC's line rate: a host's QPs share its link, as on a real NIC."""
+        line_gap = 1.0 / self.p.line_pps
+        progress = True
+        while progress:
+            progress = False
+            for qp in order:
+                port = qp.src.port
+                if qp.current is not None and qp.next_send <= now and self.nic_free[port] <= now:
+                    due = max(self.nic_free[port], qp.next_send)
+                    self.nic_free[port] = due + line_gap
+                    self._send_one(qp, now, due)
+                    progress = True
+
+    def _send_one(self, qp: SenderQP, now: float, due: float) -> None:
+        """One packet of `qp`'s message; `due` is when its rate and its NIC allowed it."""
+        msg = qp.current
+        assert msg is not None
         gap = 1.0 / qp.rp.rc
-        burst = 0
-        while qp.current is not None and qp.next_send <= now and burst < 64:
-            msg = qp.current
-            i, n = qp.sent_in_msg, msg.packets
-            if n == 1:
-                op = rp.WRITE_ONLY
-            elif i == 0:
-                op = rp.WRITE_FIRST
-            elif i == n - 1:
-                op = rp.WRITE_LAST
-            else:
-                op = rp.WRITE_MIDDLE
-            sock.send(qp.frames.build(op, msg.step & 0xFFFF, qp.psn))
-            lag = now - qp.next_send
-            if lag > qp.max_lag:
-                qp.max_lag = lag
-            if lag > gap:
-                qp.late_sends += 1
-            if i == 0:
-                msg.first_tx = now
-            qp.psn = (qp.psn + 1) & PSN_MASK
-            qp.sent += 1
-            qp.sent_in_msg += 1
-            qp.rp.on_sent(qp.frame_bytes)
-            qp.next_send += gap
-            burst += 1
-            if qp.sent_in_msg == n:
-                msg.last_tx = now
-                self._start_next(qp, now)
+        i, n = qp.sent_in_msg, msg.packets
+        if n == 1:
+            op = rp.WRITE_ONLY
+        elif i == 0:
+            op = rp.WRITE_FIRST
+        elif i == n - 1:
+            op = rp.WRITE_LAST
+        else:
+            op = rp.WRITE_MIDDLE
+        self.socks[qp.src.port].send(qp.frames.build(op, msg.step & 0xFFFF, qp.psn))
+        lag = now - due  # how late the event loop was, not the NIC's own queueing
+        if lag > qp.max_lag:
+            qp.max_lag = lag
+        if lag > min(gap, 1.0 / self.p.line_pps):
+            qp.late_sends += 1
+        if i == 0:
+            msg.first_tx = now
+        qp.psn = (qp.psn + 1) & PSN_MASK
+        qp.sent += 1
+        qp.sent_in_msg += 1
+        qp.rp.on_sent(qp.frame_bytes)
+        qp.next_send += gap
+        if qp.sent_in_msg == n:
+            msg.last_tx = now
+            self._start_next(qp, now)
 
     def _rate_changed(self, qp: SenderQP, now: float) -> None:
         if not qp.rate_log or qp.rate_log[-1][1] != qp.rp.rc:
@@ -270,6 +306,8 @@ class Fabric:
                     pass
             except BlockingIOError:
                 pass
+        self.rx_drops()  # what was dropped before the run is not the run's
+        self.host_drops = 0
 
     def _receive(self, by_fd: dict[int, int], socks: list[socket.socket], _: float) -> None:
         for s in socks:

@@ -130,7 +130,7 @@ def ring_plots(out: Path, rows: list[dict], intervals: dict) -> None:
     for r in rows:
         by[r["variant"]].append(r["cct_s"])
     names = sorted(by, key=lambda n: (n != "baseline", n))
-    axes[1].boxplot([by[n] for n in names], labels=names)
+    axes[1].boxplot([by[n] for n in names], tick_labels=names)
     bound = median([r["lockstep_bound_s"] for r in rows])
     axes[1].axhline(bound, color="gray", linestyle="--", label="lockstep bound")
     axes[1].set_title("Ring-AllReduce completion time")

@@ -61,7 +61,7 @@ class Testbed:
         queue_depth: int = 1000,
     ) -> None:
         self.env = env
-        self.run_dir = run_dir
+        self.run_dir = run_dir.resolve()  # the config resolves paths against its own folder
         self.queue = (k_min, k_max, p_max)
         self.queue_depth = queue_depth
         self.api = f"127.0.0.1:{free_port()}"
@@ -133,7 +133,8 @@ class Testbed:
                 extra=f"[queue_marking]\nk_min = {k_min}\nk_max = {k_max}\np_max = {p_max}",
             ).replace('database = "jobs.db"', f'database = "{self.run_dir / "jobs.db"}"')
         )
-        (self.run_dir / "jobs.db").unlink(missing_ok=True)
+        for f in self.run_dir.glob("jobs.db*"):  # a fresh store: WAL and SHM files too
+            f.unlink()
         log = open(self.run_dir / "controller.log", "wb")  # noqa: SIM115 - owned by the child
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "symphony.daemon", "--config", str(cfg)],
@@ -171,7 +172,7 @@ class Testbed:
             timeout=30,
         )
         bad = [r for r in reply.switches if r.status != "installed"]
-        if bad:
+        if reply.job.state != "active" or bad:
             raise TestbedError(f"allocate {name}: {bad}")
         return reply.job.job_id
 
