@@ -24,6 +24,8 @@ def _read(path: Path) -> list[dict]:
         rows = list(csv.DictReader(f))
     for r in rows:
         for k, v in r.items():
+            if v == "":
+                r[k] = math.nan  # a field an incomplete run could not measure
             with contextlib.suppress(TypeError, ValueError):
                 r[k] = float(v)
     return rows
