@@ -208,12 +208,7 @@ def simulate(cfg: SimConfig, seed: int) -> Result:
                 pipe.process(RocePacket(src=BG_SRC, step=0, opcode=BG_OPCODE, psn=0, ecn=0), t)
                 continue
             q = qps[qi]
-            if k == 0:
-                opcode = op.WRITE_FIRST
-            elif k == chunk - 1:
-                opcode = op.WRITE_LAST
-            else:
-                opcode = op.WRITE_MIDDLE
+            opcode = op.write_opcode(k, chunk)
             psn = (q.psn0 + s * chunk + k) & ar.PSN_MASK
             pkt = RocePacket(
                 src=q.src, step=s, opcode=opcode, psn=psn, dqpn=0x100 + qi, tag=q.job, ecn=ECT0

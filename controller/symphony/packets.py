@@ -42,6 +42,16 @@ class RETH(Packet):
     fields_desc = [LongField("va", 0), IntField("rkey", 0), IntField("dma_len", 0)]
 
 
+def write_opcode(index: int, count: int) -> int:
+    """The RC RDMA WRITE opcode of packet `index` of a `count`-packet message: ONLY for one
+    packet, else FIRST, MIDDLE..., LAST (the step-starting and step-completing ones, SPEC 1)."""
+    if count == 1:
+        return WRITE_ONLY
+    if index == 0:
+        return WRITE_FIRST
+    return WRITE_LAST if index == count - 1 else WRITE_MIDDLE
+
+
 def split_tag(tag: int) -> tuple[int, int]:
     """A 13-bit Job_ID tag as BTH (resv6, resv7): high 6 bits, low 7 bits."""
     if not 0 <= tag < 1 << TAG_BITS:

@@ -297,14 +297,7 @@ class Fabric:
         assert msg is not None
         gap = 1.0 / qp.rp.rc
         i, n = qp.sent_in_msg, msg.packets
-        if n == 1:
-            op = rp.WRITE_ONLY
-        elif i == 0:
-            op = rp.WRITE_FIRST
-        elif i == n - 1:
-            op = rp.WRITE_LAST
-        else:
-            op = rp.WRITE_MIDDLE
+        op = rp.write_opcode(i, n)
         self.socks[qp.src.port].send(qp.frames.build(op, msg.step & 0xFFFF, qp.psn))
         lag = now - due  # how late the event loop was, not the NIC's own queueing
         if lag > qp.max_lag:
