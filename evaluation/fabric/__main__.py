@@ -93,25 +93,29 @@ def summarise(rows: list[dict[str, object]]) -> str:
             f"### {scn} ({pfc})",
             "",
             "| variant | param | seeds | median CCT (ms) | vs baseline | x lockstep | "
+            "mean CCT (ms) | mean vs baseline | "
             "max overlap (median) | mean overlap | Symphony marks | CNPs | drops | "
             "PFC pauses | capped |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         groups: dict[tuple[str, str], list[dict[str, object]]] = {}
         for r in rs:
             groups.setdefault((str(r["variant"]), str(r["param"])), []).append(r)
 
-        def base_med(param: str, groups: dict = groups) -> float | None:
-            b = groups.get(("baseline", param)) or groups.get(("baseline", ""))
-            return statistics.median(float(x["cct_us"]) for x in b) if b else None
+        def base(param: str, groups: dict = groups) -> list[float]:
+            b = groups.get(("baseline", param)) or groups.get(("baseline", "")) or []
+            return [float(x["cct_us"]) for x in b]
 
         for (var, param), g in groups.items():
             med = statistics.median(float(x["cct_us"]) for x in g)
-            bm = base_med(param)
-            rel = f"{(med / bm - 1) * 100:+.1f}%" if bm else "-"
+            mean = statistics.mean(float(x["cct_us"]) for x in g)
+            b = base(param)
+            rel = f"{(med / statistics.median(b) - 1) * 100:+.1f}%" if b else "-"
+            rel_mean = f"{(mean / statistics.mean(b) - 1) * 100:+.1f}%" if b else "-"
             lock = float(g[0]["lockstep_us"])
             out.append(
                 f"| {var} | {param} | {len(g)} | {med / 1000:.1f} | {rel} | {med / lock:.2f} | "
+                f"{mean / 1000:.1f} | {rel_mean} | "
                 f"{statistics.median(int(x['max_overlap']) for x in g):g} | "
                 f"{statistics.mean(float(x['mean_overlap']) for x in g):.2f} | "
                 f"{statistics.mean(int(x['symphony_marks']) for x in g):.0f} | "
