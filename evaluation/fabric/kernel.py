@@ -4,8 +4,10 @@ Time is in picoseconds (int64). Events sit in a binary heap keyed by time; the p
 event type in 4 bits and an index above. Per data packet: the sender's pacing timer
 (QP_READY), the NIC, then at each switch an ARRIVE (ingress: the golden model's Symphony
 algorithm, `symphony_kernel.process`) and the egress FIFO (RED/ECN mark at dequeue on the depth
-left behind, drop-tail), and at the receiver go-back-N delivery and a CNP. PORT_TXDONE /
-NIC_TXDONE events exist only while a queue is backed up, so an uncongested hop costs one event.
+left behind; drop-tail per port, or with PFC a shared switch buffer whose per-ingress
+accounting sends XOFF/XON to the upstream port or NIC, `EV_PFC`), and at the receiver
+go-back-N delivery and a CNP. PORT_TXDONE / NIC_TXDONE events exist only while a queue is backed
+up, so an uncongested hop costs one event.
 """
 
 from __future__ import annotations
