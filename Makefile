@@ -83,6 +83,8 @@ evaluation: setup
 	$(PY) bench/fabric_speed.py | tee $(BUILD)/evaluation/speed.txt
 	$(PY) -m evaluation.fabric.analysis --seeds 20 | tee $(BUILD)/evaluation/collision_bound.txt
 	$(PY) -m evaluation.fabric --out $(BUILD)/evaluation
+	$(PY) -m evaluation.fabric --no-pfc --scenario ecmp --scenario ecmp-128 --scenario imbalance \
+		--scenario late-start --no-plots --out $(BUILD)/evaluation-nopfc
 
 shell:
 	tools/p4shell.sh

@@ -3,6 +3,7 @@
 python -m evaluation.fabric                          # every scenario, 20 seeds -> build/evaluation
 python -m evaluation.fabric --scenario ecmp --seeds 20
 python -m evaluation.fabric --quick --seeds 2        # the small configuration of each
+python -m evaluation.fabric --no-pfc --out build/evaluation-nopfc   # lossy: drop-tail, go-back-N
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import statistics
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +25,7 @@ from evaluation.fabric.sim import FabricResult, simulate
 
 FIELDS = (
     "scenario",
+    "pfc",
     "variant",
     "param",
     "seed",
@@ -38,6 +41,8 @@ FIELDS = (
     "cnps",
     "dropped",
     "out_of_order",
+    "pfc_pauses",
+    "pfc_paused_ms",
     "events",
     "wall_s",
     "error",
@@ -52,6 +57,7 @@ def row(run: Run, res: FabricResult) -> dict[str, object]:
     st = res.stats
     return {
         "scenario": run.scenario,
+        "pfc": int(run.cfg.pfc),
         "variant": run.variant,
         "param": run.param,
         "seed": run.seed,
@@ -67,6 +73,8 @@ def row(run: Run, res: FabricResult) -> dict[str, object]:
         "cnps": st["cnps"],
         "dropped": st["dropped"] + st["bg_dropped"],
         "out_of_order": st["out_of_order"],
+        "pfc_pauses": st["pfc_pauses"],
+        "pfc_paused_ms": round(st["pfc_paused_ps"] / 1e9, 3),
         "events": st["events"],
         "wall_s": round(res.wall_s, 3),
         "error": st["error"],
@@ -80,33 +88,41 @@ def summarise(rows: list[dict[str, object]]) -> str:
     for r in rows:
         by_scn.setdefault(str(r["scenario"]), []).append(r)
     for scn, rs in by_scn.items():
+        pfc = "PFC on" if all(int(r["pfc"]) for r in rs) else "PFC off"
         out += [
-            f"### {scn}",
+            f"### {scn} ({pfc})",
             "",
             "| variant | param | seeds | median CCT (ms) | vs baseline | x lockstep | "
-            "max overlap (median) | mean overlap | Symphony marks | CNPs | drops |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "mean CCT (ms) | mean vs baseline | "
+            "max overlap (median) | mean overlap | Symphony marks | CNPs | drops | "
+            "PFC pauses | capped |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         groups: dict[tuple[str, str], list[dict[str, object]]] = {}
         for r in rs:
             groups.setdefault((str(r["variant"]), str(r["param"])), []).append(r)
 
-        def base_med(param: str, groups: dict = groups) -> float | None:
-            b = groups.get(("baseline", param)) or groups.get(("baseline", ""))
-            return statistics.median(float(x["cct_us"]) for x in b) if b else None
+        def base(param: str, groups: dict = groups) -> list[float]:
+            b = groups.get(("baseline", param)) or groups.get(("baseline", "")) or []
+            return [float(x["cct_us"]) for x in b]
 
         for (var, param), g in groups.items():
             med = statistics.median(float(x["cct_us"]) for x in g)
-            bm = base_med(param)
-            rel = f"{(med / bm - 1) * 100:+.1f}%" if bm else "-"
+            mean = statistics.mean(float(x["cct_us"]) for x in g)
+            b = base(param)
+            rel = f"{(med / statistics.median(b) - 1) * 100:+.1f}%" if b else "-"
+            rel_mean = f"{(mean / statistics.mean(b) - 1) * 100:+.1f}%" if b else "-"
             lock = float(g[0]["lockstep_us"])
             out.append(
                 f"| {var} | {param} | {len(g)} | {med / 1000:.1f} | {rel} | {med / lock:.2f} | "
+                f"{mean / 1000:.1f} | {rel_mean} | "
                 f"{statistics.median(int(x['max_overlap']) for x in g):g} | "
                 f"{statistics.mean(float(x['mean_overlap']) for x in g):.2f} | "
                 f"{statistics.mean(int(x['symphony_marks']) for x in g):.0f} | "
                 f"{statistics.mean(int(x['cnps']) for x in g):.0f} | "
-                f"{statistics.mean(int(x['dropped']) for x in g):.0f} |"
+                f"{statistics.mean(int(x['dropped']) for x in g):.0f} | "
+                f"{statistics.mean(int(x['pfc_pauses']) for x in g):.0f} | "
+                f"{sum(1 for x in g if int(x['error']) & 4)} |"
             )
         out.append("")
     return "\n".join(out)
@@ -119,7 +135,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sweep-seeds", type=int, default=10, help="seeds per point of a sweep")
     ap.add_argument("--seeds-128", type=int, default=2, help="seeds for ecmp-128 (slow)")
     ap.add_argument("--quick", action="store_true", help="the small configuration of each")
-    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--jobs", "--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--no-pfc", action="store_true", help="lossy fabric: drop-tail, go-back-N")
     ap.add_argument("--out", type=Path, default=Path("build/evaluation"))
     ap.add_argument("--no-plots", action="store_true")
     args = ap.parse_args(argv)
@@ -132,6 +149,8 @@ def main(argv: list[str] | None = None) -> None:
         elif not args.quick and name in ("imbalance", "k-sweep", "chunk-sweep"):
             n = args.sweep_seeds
         runs += scenario_runs(name, range(n), quick=args.quick)
+    if args.no_pfc:
+        runs = [replace(r, cfg=replace(r.cfg, pfc=False)) for r in runs]
     # Longest first, so the pool does not end on one slow run.
     runs.sort(key=lambda r: -r.cfg.hosts * r.cfg.chunk_bytes * r.cfg.steps)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -165,6 +184,12 @@ def main(argv: list[str] | None = None) -> None:
     events = sum(int(r["events"]) for r in rows)
     cpu = sum(float(r["wall_s"]) for r in rows)
     text = summarise(rows)
+    capped = sum(1 for r in rows if int(r["error"]) & 4)
+    other = sum(1 for r in rows if int(r["error"]) & ~4)
+    text += (
+        f"\n{capped} runs hit the {runs[0].cfg.max_ms / 1000:g} s simulated-time cap (column "
+        f"capped; their CCT is the cap), {other} runs ended with another error flag\n"
+    )
     text += (
         f"\n{len(rows)} runs, {events / 1e6:.0f} M events in {wall:.0f} s wall on "
         f"{args.jobs} workers; kernel {events / cpu / 1e6:.1f} M events/s per core\n"

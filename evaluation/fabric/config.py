@@ -49,7 +49,15 @@ class FabricConfig:
     link_gbps: float = 10.0
     prop_ns: int = 1000  # per link
     mtu: int = 1024  # bytes on the wire per data packet (RED thresholds count these)
-    buffer_pkts: int = 1000  # drop-tail limit of each egress port
+    buffer_pkts: int = 1000  # drop-tail limit of each egress port (PFC off)
+    # PFC (802.1Qbb) per ingress port and priority, HPCC's ns-3 switch MMU: a shared buffer per
+    # switch, XOFF when the packets an ingress queue holds exceed (free buffer) >> pfc_shift,
+    # XON when they are `pfc_resume_pkts` below it, headroom reserved per ingress queue.
+    pfc: bool = True
+    switch_buffer_pkts: int = 12 * 1024  # 12 MB in 1 KiB packets, HPCC's SwitchMmu default
+    pfc_shift: int = 3  # dynamic threshold alpha = 1/8 (HPCC's pfc_a_shift at NIC rate)
+    pfc_headroom_pkts: int = 0  # 0: 3 x the link's one-way bytes (HPCC's rule), rounded up
+    pfc_resume_pkts: int = 3  # HPCC's resume_offset, 3 KB
     red: QueueParams = RED
     rings: int = 4  # concurrent 1D rings, hosts / rings members each
     jobs: int = 1  # rings are split evenly between jobs (Job_IDs 1..jobs)
@@ -78,6 +86,13 @@ class FabricConfig:
     @property
     def pkts_per_chunk(self) -> int:
         return -(-self.chunk_bytes // self.mtu)
+
+    @property
+    def headroom_pkts(self) -> int:
+        if self.pfc_headroom_pkts:
+            return self.pfc_headroom_pkts
+        one_way_bytes = self.link_gbps * self.prop_ns / 8
+        return -(-int(3 * one_way_bytes) // self.mtu)
 
     def lockstep_bound_us(self) -> float:
         """2(N-1) chunks back to back at line rate: 2(N-1)/N x S/B with S = N x chunk."""

@@ -4,8 +4,10 @@ Time is in picoseconds (int64). Events sit in a binary heap keyed by time; the p
 event type in 4 bits and an index above. Per data packet: the sender's pacing timer
 (QP_READY), the NIC, then at each switch an ARRIVE (ingress: the golden model's Symphony
 algorithm, `symphony_kernel.process`) and the egress FIFO (RED/ECN mark at dequeue on the depth
-left behind, drop-tail), and at the receiver go-back-N delivery and a CNP. PORT_TXDONE /
-NIC_TXDONE events exist only while a queue is backed up, so an uncongested hop costs one event.
+left behind; drop-tail per port, or with PFC a shared switch buffer whose per-ingress
+accounting sends XOFF/XON to the upstream port or NIC, `EV_PFC`), and at the receiver
+go-back-N delivery and a CNP. PORT_TXDONE / NIC_TXDONE events exist only while a queue is backed
+up, so an uncongested hop costs one event.
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ from numba import njit
 from evaluation.fabric import symphony_kernel as sk
 
 EV_QP_READY, EV_NIC_TXDONE, EV_ARRIVE, EV_PORT_TXDONE, EV_CNP = range(5)
-EV_NACK, EV_RTO, EV_SAMPLE, EV_START, EV_BG = range(5, 10)
+EV_NACK, EV_RTO, EV_SAMPLE, EV_START, EV_BG, EV_PFC = range(5, 11)
 
 # stats[] indices
 S_EVENTS, S_SENT, S_DELIVERED, S_OOO, S_DUP, S_DROPPED = range(6)
 S_BG_SENT, S_BG_DONE, S_BG_DROPPED, S_SYM_MARKS, S_QUEUE_MARKS, S_CNPS = range(6, 12)
 S_NACKS, S_RTOS, S_MARKS_NOT_OUTPACING, S_HOPS, S_ERROR, S_END_PS = range(12, 18)
-S_CE_DELIVERED, S_MAX_QUEUE, S_LEFT, S_BG_LEFT, S_FIELDS = 18, 19, 20, 21, 24
+S_CE_DELIVERED, S_MAX_QUEUE, S_LEFT, S_BG_LEFT = 18, 19, 20, 21
+S_PAUSES, S_MAX_SW_USED, S_HDRM_MAX, S_PAUSED_PS, S_FIELDS = 22, 23, 24, 25, 28
 ERR_POOL, ERR_HEAP, ERR_TIMEOUT, ERR_STUCK = 1, 2, 4, 8
 
 WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY = 6, 7, 8, 10
@@ -83,6 +86,12 @@ def run(
     prop_ps,
     buffer_pkts,
     qthr,
+    # PFC (pfc = 0: per-port drop-tail at buffer_pkts; 1: shared switch buffer, PFC)
+    pfc,
+    sw_buf,
+    sw_free0,
+    pfc_shift,
+    resume_pkts,
     # flows
     f_src,
     f_dst,
@@ -144,7 +153,7 @@ def run(
     flows_tab = np.zeros((n_switches, 65536), dtype=np.int64)
 
     # event heap
-    heap_cap = pool_size + 8 * nf + 4 * n_ports + bg_port.shape[0] + 1024
+    heap_cap = pool_size + 8 * nf + 12 * n_ports + bg_port.shape[0] + 1024
     ht = np.empty(heap_cap, dtype=np.int64)
     hd = np.empty(heap_cap, dtype=np.int64)
     hn = np.zeros(1, dtype=np.int64)
@@ -155,15 +164,25 @@ def run(
     pk_hop = np.empty(pool_size, dtype=np.int64)
     pk_ce = np.empty(pool_size, dtype=np.int64)
     pk_prio = np.empty(pool_size, dtype=np.int64)
+    pk_in = np.empty(pool_size, dtype=np.int64)  # ingress link (upstream egress port), -1 none
     free = np.arange(pool_size - 1, -1, -1).astype(np.int64)
     nfree = pool_size
 
     # ports: two FIFOs (priority 0 served first; only PQ mode uses 1)
-    q_buf = np.empty((n_ports, 2, buffer_pkts), dtype=np.int64)
+    qcap = sw_buf if pfc else buffer_pkts
+    q_buf = np.empty((n_ports, 2, qcap), dtype=np.int64)
     q_head = np.zeros((n_ports, 2), dtype=np.int64)
     q_len = np.zeros((n_ports, 2), dtype=np.int64)
     busy = np.zeros(n_ports, dtype=np.int64)
     pending = np.zeros(n_ports, dtype=np.int64)
+    # PFC: per switch, packets held; per link (= upstream egress port) and priority, packets
+    # held at the downstream switch, whether we sent XOFF, whether the upstream is paused
+    sw_used = np.zeros(n_switches, dtype=np.int64)
+    ing = np.zeros((n_ports, 2), dtype=np.int64)
+    xoff = np.zeros((n_ports, 2), dtype=np.int64)
+    after_xoff = np.zeros((n_ports, 2), dtype=np.int64)
+    paused = np.zeros((n_ports, 2), dtype=np.int64)
+    paused_since = np.zeros(n_ports, dtype=np.int64)
 
     # NICs: FIFO of flows whose pacing timer has fired
     rq_cap = n_steps + 2
@@ -185,6 +204,7 @@ def run(
     stage = np.zeros(nf, dtype=np.int64)
     next_inc = np.full(nf, -1, dtype=np.int64)  # -1: increase timer not running
     alpha_t = np.full(nf, -1, dtype=np.int64)  # -1: alpha timer not running
+    f_cls = np.zeros(nf, dtype=np.int64)  # PQ: the flow's class, fixed at its start
     cnp_delay = np.empty(nf, dtype=np.int64)
     for f in range(nf):
         cnp_delay[f] = f_plen[f] * prop_ps + 100_000  # reverse path, high priority, ~64 B
@@ -266,9 +286,9 @@ def run(
             # a switch: ingress Symphony, then the egress queue
             port = f_path[f, hop]
             sw = port_switch[port]
-            prio = 0
+            prio = f_cls[f]
             stats[S_HOPS] += 1
-            if mode != MODE_BASELINE:
+            if mode == MODE_SYMPHONY:
                 idx = pk_idx[pk]
                 npk = f_npk[f]
                 if npk == 1:
@@ -281,7 +301,7 @@ def run(
                     opc = WRITE_MIDDLE
                 j = f_job[f]
                 s = f_step[f]
-                _p, thr, outp = sk.process(
+                _p, thr, _outp = sk.process(
                     js,
                     flows_tab,
                     prm,
@@ -297,10 +317,7 @@ def run(
                     alpha_tab,
                     thr_tab,
                 )
-                if mode == MODE_PQ:
-                    if outp:
-                        prio = 1
-                elif thr > 0 and now >= late_start_ps:
+                if thr > 0 and now >= late_start_ps:
                     coin = np.random.randint(0, sk.COIN_RANGE) if thr < sk.COIN_RANGE else 0
                     if sk.decide(thr, coin):
                         js[sw, j, sk.JS_MARKS] += 1
@@ -309,15 +326,34 @@ def run(
                         if not sk.step_later(s, js[sw, j, sk.JS_STEP_MIN]):
                             stats[S_MARKS_NOT_OUTPACING] += 1
             pk_prio[pk] = prio
-            # enqueue (drop-tail on the port's total)
+            # enqueue (drop-tail on the port's total, or on the switch's shared buffer)
             tot = q_len[port, 0] + q_len[port, 1]
-            if tot >= buffer_pkts:
+            if (sw_used[sw] >= sw_buf) if pfc else (tot >= buffer_pkts):
                 stats[S_DROPPED] += 1
                 free[nfree] = pk
                 nfree += 1
                 continue
-            q_buf[port, prio, (q_head[port, prio] + q_len[port, prio]) % buffer_pkts] = pk
+            q_buf[port, prio, (q_head[port, prio] + q_len[port, prio]) % qcap] = pk
             q_len[port, prio] += 1
+            if pfc:
+                link = f_path[f, hop - 1]
+                pk_in[pk] = link
+                sw_used[sw] += 1
+                if sw_used[sw] > stats[S_MAX_SW_USED]:
+                    stats[S_MAX_SW_USED] = sw_used[sw]
+                ing[link, prio] += 1
+                if xoff[link, prio]:
+                    # arrived after our XOFF: what the headroom has to hold
+                    after_xoff[link, prio] += 1
+                    if after_xoff[link, prio] > stats[S_HDRM_MAX]:
+                        stats[S_HDRM_MAX] = after_xoff[link, prio]
+                elif ing[link, prio] > (sw_free0[sw] - sw_used[sw]) >> pfc_shift:
+                    xoff[link, prio] = 1
+                    after_xoff[link, prio] = 0
+                    stats[S_PAUSES] += 1
+                    ok &= _push(
+                        ht, hd, hn, now + prop_ps, EV_PFC | ((link * 4 + prio * 2 + 1) << 4)
+                    )
             if tot + 1 > stats[S_MAX_QUEUE]:
                 stats[S_MAX_QUEUE] = tot + 1
             if pending[port] == 0:
@@ -334,19 +370,32 @@ def run(
         if ev == EV_PORT_TXDONE:
             port = x
             pending[port] = 0
-            if q_len[port, 0] > 0:
+            if q_len[port, 0] > 0 and paused[port, 0] == 0:
                 pr = 0
-            elif q_len[port, 1] > 0:
+            elif q_len[port, 1] > 0 and paused[port, 1] == 0:
                 pr = 1
             else:
                 continue
             pk = q_buf[port, pr, q_head[port, pr]]
-            q_head[port, pr] = (q_head[port, pr] + 1) % buffer_pkts
+            q_head[port, pr] = (q_head[port, pr] + 1) % qcap
             q_len[port, pr] -= 1
             busy[port] = now + port_ser[port]
             if q_len[port, 0] + q_len[port, 1] > 0:
                 pending[port] = 1
                 ok &= _push(ht, hd, hn, busy[port], EV_PORT_TXDONE | (port << 4))
+            if pfc:
+                sw = port_switch[port]
+                sw_used[sw] -= 1
+                link = pk_in[pk]
+                if link >= 0:
+                    ing[link, pr] -= 1
+                    if xoff[link, pr]:
+                        thr_pfc = (sw_free0[sw] - sw_used[sw]) >> pfc_shift
+                        if ing[link, pr] == 0 or ing[link, pr] + resume_pkts <= thr_pfc:
+                            xoff[link, pr] = 0
+                            ok &= _push(
+                                ht, hd, hn, now + prop_ps, EV_PFC | ((link * 4 + pr * 2) << 4)
+                            )
             f = pk_flow[pk]
             if f < 0:
                 stats[S_BG_DONE] += 1
@@ -375,6 +424,13 @@ def run(
                 distinct[j] += 1
                 if distinct[j] > job_maxov[j]:
                     job_maxov[j] = distinct[j]
+            if mode == MODE_PQ:
+                # strict priority for lagging flows, reorder-free: the class is fixed for the
+                # flow's life, high iff its step is the job's lowest step in flight right now
+                s_min = 0
+                while active[j, s_min] == 0:
+                    s_min += 1
+                f_cls[f] = 1 if s > s_min else 0
             snd_sched[f] = 1
             ev = EV_QP_READY  # below
 
@@ -395,11 +451,18 @@ def run(
             h = x
             pending[h] = 0
             f = -1
-            while rq_len[h] > 0:
+            m = rq_len[h]
+            while m > 0:
+                m -= 1
                 c = rq_buf[h, rq_head[h]]
                 rq_head[h] = (rq_head[h] + 1) % rq_cap
                 rq_len[h] -= 1
                 if f_done[c] < 0 and snd_next[c] < f_npk[c]:
+                    if paused[h, f_cls[c]]:
+                        # PFC holds this flow's priority on the host link: back of the queue
+                        rq_buf[h, (rq_head[h] + rq_len[h]) % rq_cap] = c
+                        rq_len[h] += 1
+                        continue
                     f = c
                     break
                 snd_sched[c] = 0
@@ -503,19 +566,46 @@ def run(
             port = bg_port[b]
             stats[S_BG_SENT] += 1
             tot = q_len[port, 0] + q_len[port, 1]
-            if tot >= buffer_pkts or nfree == 0:
+            sw = port_switch[port]
+            full = (sw_used[sw] >= sw_buf) if pfc else (tot >= buffer_pkts)
+            if full or nfree == 0:
                 stats[S_BG_DROPPED] += 1
             else:
                 nfree -= 1
                 pk = free[nfree]
                 pk_flow[pk] = -1
+                pk_in[pk] = -1  # not flow-controlled (it has no upstream here)
                 pr = 1 if mode == MODE_PQ else 0
-                q_buf[port, pr, (q_head[port, pr] + q_len[port, pr]) % buffer_pkts] = pk
+                if pfc:
+                    sw_used[sw] += 1
+                q_buf[port, pr, (q_head[port, pr] + q_len[port, pr]) % qcap] = pk
                 q_len[port, pr] += 1
                 if pending[port] == 0:
                     pending[port] = 1
                     ok &= _push(ht, hd, hn, max(now, busy[port]), EV_PORT_TXDONE | (port << 4))
             ok &= _push(ht, hd, hn, now + bg_gap[b], EV_BG | (b << 4))
+            continue
+
+        if ev == EV_PFC:
+            # a PAUSE (XOFF) or resume (XON) frame reaches the upstream end of link x // 4
+            link = x >> 2
+            pr = (x >> 1) & 1
+            on = x & 1
+            was = paused[link, 0] | paused[link, 1]
+            paused[link, pr] = on
+            now_p = paused[link, 0] | paused[link, 1]
+            if now_p and not was:
+                paused_since[link] = now
+            elif was and not now_p:
+                stats[S_PAUSED_PS] += now - paused_since[link]
+            if on == 0 and pending[link] == 0:
+                if link < n_hosts:
+                    if rq_len[link] > 0:
+                        pending[link] = 1
+                        ok &= _push(ht, hd, hn, max(now, busy[link]), EV_NIC_TXDONE | (link << 4))
+                elif q_len[link, pr] > 0:
+                    pending[link] = 1
+                    ok &= _push(ht, hd, hn, max(now, busy[link]), EV_PORT_TXDONE | (link << 4))
             continue
     if not ok:
         stats[S_ERROR] |= ERR_HEAP

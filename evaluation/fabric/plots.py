@@ -42,6 +42,7 @@ def plot_all(out: Path) -> list[Path]:
             ("ecmp/baseline", None),
             ("ecmp/pq", None),
             ("ecmp/symphony", None),
+            ("late-start/symphony-late", "b--"),
             ("imbalance/baseline", ":"),
             ("transient-bg/baseline", "-."),
         ):
@@ -66,11 +67,13 @@ def plot_all(out: Path) -> list[Path]:
     ):
         fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
         for ax, scn in zip(axes, ("ecmp", "ecmp-128"), strict=True):
-            for var in ("baseline", "pq", "symphony"):
-                g = by.get((scn, var, ""))
+            for var in ("baseline", "pq", "symphony", "symphony-late"):
+                if var == "symphony-late" and scn != "ecmp":
+                    continue  # late start is a 32-node scenario of its own
+                g = by.get(("late-start" if var == "symphony-late" else scn, var, ""))
                 if g:
                     vals = [float(r[metric]) / (1000 if metric == "cct_us" else 1) for r in g]
-                    _cdf(ax, vals, var, COLORS[var])
+                    _cdf(ax, vals, var, COLORS.get(var, "tab:cyan"))
             ax.set_xlabel(xlabel)
             ax.set_ylabel("CDF")
             ax.set_title(f"{scn} ({title})")

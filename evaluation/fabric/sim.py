@@ -67,6 +67,10 @@ STAT_NAMES = {
     "max_queue": kn.S_MAX_QUEUE,
     "left_in_flight": kn.S_LEFT,
     "bg_left_in_flight": kn.S_BG_LEFT,
+    "pfc_pauses": kn.S_PAUSES,
+    "max_switch_buffer": kn.S_MAX_SW_USED,
+    "pfc_headroom_used": kn.S_HDRM_MAX,
+    "pfc_paused_ps": kn.S_PAUSED_PS,
 }
 
 
@@ -75,6 +79,16 @@ def queue_thresholds(cfg: FabricConfig) -> np.ndarray:
     return np.array(
         [queue_mark_threshold(d, cfg.red) for d in range(cfg.red.k_max + 2)], dtype=np.int64
     )
+
+
+def pfc_free_buffer(cfg: FabricConfig, fab) -> np.ndarray:
+    """Per switch, the shared buffer minus the headroom reserved for every ingress queue (HPCC:
+    buffer - total headroom; its dynamic XOFF threshold is (this - used) >> pfc_shift)."""
+    classes = 2 if cfg.mode == "pq" else 1
+    n_in = np.zeros(fab.n_switches, dtype=np.int64)
+    n_in[: cfg.tors] = cfg.hosts // cfg.tors + cfg.spines  # a ToR: its hosts and the spines
+    n_in[cfg.tors :] = cfg.tors  # a spine: the ToRs
+    return cfg.switch_buffer_pkts - n_in * classes * cfg.headroom_pkts
 
 
 def simulate(
@@ -108,7 +122,11 @@ def simulate(
     job_maxov = np.zeros(wl.n_jobs + 1, dtype=np.int64)
     stats = np.zeros(kn.S_FIELDS, dtype=np.int64)
     d = cfg.dcqcn
-    pool = fab.n_ports * cfg.buffer_pkts // 2 + 64 * cfg.hosts + 4096
+    if cfg.pfc:
+        pool = fab.n_switches * cfg.switch_buffer_pkts + 64 * cfg.hosts + 4096
+    else:
+        pool = fab.n_ports * cfg.buffer_pkts // 2 + 64 * cfg.hosts + 4096
+    sw_free0 = pfc_free_buffer(cfg, fab)
     log_tab, alpha_tab, thr_tab = _tables()
 
     t0 = time.perf_counter()
@@ -120,6 +138,11 @@ def simulate(
         cfg.prop_ns * 1000,
         cfg.buffer_pkts,
         queue_thresholds(cfg),
+        int(cfg.pfc),
+        cfg.switch_buffer_pkts,
+        sw_free0,
+        cfg.pfc_shift,
+        cfg.pfc_resume_pkts,
         wl.f_src,
         wl.f_dst,
         wl.f_job,
