@@ -153,7 +153,12 @@ def run_alone(tb: Testbed, setup: Setup, *, packets: int, seed: int, name: str) 
         fab.close()
         tb.release(name)
     rx = next(iter(fab.receivers.values()))
-    return {"seed": seed, **_flow_stats("A", a, rx, msg)}
+    return {
+        "seed": seed,
+        "complete": msg.received == msg.packets,
+        "host_rx_drops": fab.host_drops,
+        **_flow_stats("A", a, rx, msg),
+    }
 
 
 # -- Experiment 2: Ring-AllReduce of 4 hosts ------------------------------------------------

@@ -116,7 +116,6 @@ class Fabric:
         self.senders: dict[int, SenderQP] = {}  # by qpn
         self.receivers: dict[tuple[bytes, int], ReceiverQP] = {}  # (src ip, dqpn)
         self.cnp_frames: dict[int, bytes] = {}  # sender qpn -> the CNP frame that names it
-        self.cnp_sent: dict[int, int] = {}
         self.on_delivered: Callable[[ReceiverQP, StepLog, float], None] | None = None
         self.t0 = 0.0
         self.unexpected = 0  # frames addressed to no QP of ours
@@ -238,7 +237,7 @@ class Fabric:
                     self._rate_changed(qp, now)
             turn = (turn + 1) % len(senders)
             self._send_due(senders[turn:] + senders[:turn], now)
-            self._receive(by_fd, socks, 0.0)
+            self._receive(by_fd, socks)
             if until(now) or now > limit_s:
                 return now
             deadline = min(
@@ -255,7 +254,7 @@ class Fabric:
             if wait > 0:
                 r, _, _ = select.select(socks, [], [], wait)
                 if r:
-                    self._receive(by_fd, r, 0.0)
+                    self._receive(by_fd, r)
 
     def _start_next(self, qp: SenderQP, now: float) -> None:
         if qp.pending:
@@ -329,7 +328,7 @@ class Fabric:
         self.rx_drops()  # what was dropped before the run is not the run's
         self.host_drops = 0
 
-    def _receive(self, by_fd: dict[int, int], socks: list[socket.socket], _: float) -> None:
+    def _receive(self, by_fd: dict[int, int], socks: list[socket.socket]) -> None:
         for s in socks:
             port = by_fd[s.fileno()]
             for _i in range(256):
