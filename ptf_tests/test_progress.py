@@ -4,7 +4,8 @@ from base_test import T_WIN_NEVER_US, SymphonyTest
 
 from symphony import packets as rp
 from symphony.model.params import JobParams
-from symphony.model.pipeline import FLOW_REGISTER, flow_slot, pack_flow
+from symphony.model.pipeline import flow_slot, pack_flow
+from symphony.p4names import FLOW_BASE
 
 JOB = 5
 A = "10.0.0.1"  # one flow per source (same QP)
@@ -120,5 +121,5 @@ class FlowSlotsHashLikeTheModel(SymphonyTest):
             )
             slot, sig = flow_slot(rp.ip_to_int(src), qp)
             self.assertEqual(
-                hex(self.thrift.register_read(FLOW_REGISTER, slot)), hex(pack_flow(sig, step, psn))
+                hex(self.register_array(FLOW_BASE)[slot]), hex(pack_flow(sig, step, psn))
             )

@@ -10,7 +10,10 @@ import pytest
 from finsy import P4CounterData, P4CounterEntry, P4RegisterEntry
 
 from symphony.config import PipelineConfig
-from symphony.model.pipeline import COUNTERS, REGISTERS, TOFINO_REGISTERS, JobState
+from symphony.model.pipeline import JobState
+from symphony.p4names import JOB_COUNTERS as COUNTERS
+from symphony.p4names import JOB_REGISTERS as REGISTERS
+from symphony.p4names import TOFINO_JOB_REGISTERS as TOFINO_REGISTERS
 from symphony.switch import tofino_config as tc
 from symphony.switch.registers import P4RuntimeJobRegisters, ThriftJobRegisters
 from symphony.switch.targets import target

@@ -28,21 +28,17 @@ from google.protobuf import json_format
 
 from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
-from symphony.jobs.params import PARAM_TYPES
-
-INT_PARAMS = {name for name, types in PARAM_TYPES.items() if types == (int,)}
+from symphony.model.params import PARAM_KINDS
 
 
 def parse_param(text: str) -> tuple[str, Any]:
     name, sep, raw = text.partition("=")
     if not sep:
         raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=VALUE")
-    if name not in PARAM_TYPES:
-        raise argparse.ArgumentTypeError(f"{name!r}: unknown parameter ({', '.join(PARAM_TYPES)})")
+    if name not in PARAM_KINDS:
+        raise argparse.ArgumentTypeError(f"{name!r}: unknown parameter ({', '.join(PARAM_KINDS)})")
     try:
-        if name == "psn_mode":
-            return name, raw
-        return name, int(raw) if name in INT_PARAMS else float(raw)
+        return name, PARAM_KINDS[name](raw)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{name}: {raw!r} is not a number") from None
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from symphony import p4names as p4n
 from symphony.model import arithmetic as ar
 from symphony.model import tables as tb
 
@@ -69,13 +70,13 @@ def golden_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     thr = np.full(PROB_TABLE_SIZE, -1, dtype=np.int64)
     default_thr = -1
     for e in tb.lut_entries():
-        if e.table in (tb.LOG_P, tb.LOG_PSN_REC):
+        if e.table in (p4n.LOG_P, p4n.LOG_PSN_REC):
             (lo, plen) = next(iter(e.match.values()))
-            (log_p if e.table == tb.LOG_P else log_rec)[log_index(lo)] = e.params["value"]
+            (log_p if e.table == p4n.LOG_P else log_rec)[log_index(lo)] = e.params["value"]
             assert ar.log_bucket(lo) == (lo, plen)
-        elif e.table == tb.LOG_ALPHA:
+        elif e.table == p4n.LOG_ALPHA:
             log_alpha[e.match["alpha"]] = e.params["value"]
-        elif e.table == tb.PROB_THRESHOLD:
+        elif e.table == p4n.PROB_THRESHOLD:
             if e.is_default:
                 default_thr = e.params["threshold"]
             else:

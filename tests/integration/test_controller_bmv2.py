@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from symphony.switch.testbed import Bmv2Env
+from symphony_tools.testbed import Bmv2Env
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build/bmv2"

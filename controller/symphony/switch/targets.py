@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from symphony.config import PipelineConfig, SwitchConfig
+from symphony.sizes import TICK_NS
 from symphony.switch.registers import JobRegisters, P4RuntimeJobRegisters, ThriftJobRegisters
 from symphony.switch.tofino_config import TofinoProgram, pack
 
@@ -47,9 +48,8 @@ class Tofino2(Target):
 
 
 TARGETS: dict[str, Target] = {
-    "bmv2": Bmv2("bmv2", tick_ns=1000),
-    # p4src/t2na windows run on global_tstamp >> 10 (1.024 us ticks, docs/tofino.md).
-    "tofino2": Tofino2("tofino2", tick_ns=1024),
+    "bmv2": Bmv2("bmv2", tick_ns=TICK_NS["bmv2"]),
+    "tofino2": Tofino2("tofino2", tick_ns=TICK_NS["tofino2"]),
 }
 
 

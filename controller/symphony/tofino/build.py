@@ -15,6 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from symphony.sizes import MAX_JOBS
+from symphony.tofino import resources
+
 ROOT = Path(__file__).resolve().parents[3]
 SOURCE = ROOT / "p4src" / "t2na" / "symphony.p4"
 EXTRA_PATH = "/opt/p4/bin"
@@ -93,15 +96,6 @@ def compiler_warnings(log: str) -> list[str]:
     ]
 
 
-def sizes_max_jobs() -> int:
-    """MAX_JOBS as p4src/shared/sizes.p4 defines it."""
-    for line in (ROOT / "p4src" / "shared" / "sizes.p4").read_text().splitlines():
-        parts = line.split()
-        if parts[:2] == ["#define", "MAX_JOBS"]:
-            return int(parts[2])
-    raise RuntimeError("MAX_JOBS not found in p4src/shared/sizes.p4")
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "tofino2")
@@ -117,9 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     if missing:
         raise SystemExit(f"make tofino2: {missing}")
     compile_tofino2(args.out, args.max_jobs)
-    from symphony.tofino import resources
-
-    report = resources.summarize(args.out, args.max_jobs or sizes_max_jobs())
+    report = resources.summarize(args.out, args.max_jobs or MAX_JOBS)
     (args.out / "resources.md").write_text(report)
     print(report)
 
