@@ -68,7 +68,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 
 tofino2: setup
-	$(PY) -m symphony.tofino.build --out $(BUILD)/tofino2
+	$(PY) -m symphony_tools.tofino_build --out $(BUILD)/tofino2
 
 bench: setup build
 	scripts/run_bench.sh

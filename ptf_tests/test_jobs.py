@@ -23,8 +23,8 @@ class TwoInterleavedJobsStayIsolated(SymphonyTest):
             self.roce(x)
             self.roce(y)
         s3, s4 = self.assert_state(3), self.assert_state(4)
-        self.assertEqual((s3.step_min, s3.cnt_total), (11, 3))
-        self.assertEqual((s4.step_min, s4.cnt_total), (0, 3))
+        self.assertEqual((s3.step_min, s3.window_packets), (11, 3))
+        self.assertEqual((s4.step_min, s4.window_packets), (0, 3))
         # No other slot was touched.
         for name in JOB_REGISTERS.values():
             values = self.register_array(name)

@@ -65,7 +65,7 @@ class DuplicatesAndRetransmissionsAreIdempotent(SymphonyTest):
             self.roce(p)
         after = self.assert_state(JOB)
         self.assertEqual((after.step_min, after.psn_rec), (before.step_min, before.psn_rec))
-        self.assertEqual(after.cnt_total, before.cnt_total + 3)
+        self.assertEqual(after.window_packets, before.window_packets + 3)
 
 
 class StepWrapIsOneStepLater(SymphonyTest):

@@ -123,8 +123,8 @@ def test_p4runtime_registers_read_decodes_job_state():
         (REGISTERS["step_min"], 7): 12,
         (REGISTERS["psn_rec"], 7): 300,
         (REGISTERS["alpha"], 7): 3,
-        (REGISTERS["cnt_total"], 7): 40,
-        (REGISTERS["cnt_op"], 7): 9,
+        (REGISTERS["window_packets"], 7): 40,
+        (REGISTERS["window_ahead_packets"], 7): 9,
         (REGISTERS["win_start"], 7): 1234,
     }
     counters = {
@@ -138,8 +138,8 @@ def test_p4runtime_registers_read_decodes_job_state():
         step_min=12,
         psn_rec=300,
         alpha=4,
-        cnt_total=40,
-        cnt_op=9,
+        window_packets=40,
+        window_ahead_packets=9,
         win_start=1234,
         packets=100,
         marks=5,

@@ -12,7 +12,7 @@ import pytest
 from finsy.proto.p4.config.v1 import p4info_pb2
 from google.protobuf import text_format
 
-from symphony.tofino import resources
+from symphony_tools import tofino_resources as resources
 
 pytestmark = pytest.mark.tofino2
 

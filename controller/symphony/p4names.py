@@ -74,8 +74,8 @@ JOB_REGISTERS: dict[str, str] = {
     "step_min": f"{_JOB_STATE}.step_min",
     "psn_rec": f"{_JOB_STATE}.psn_rec",
     "alpha": f"{_JOB_STATE}.alpha_m1",
-    "cnt_total": f"{_JOB_STATE}.cnt_total",
-    "cnt_op": f"{_JOB_STATE}.cnt_op",
+    "window_packets": f"{_JOB_STATE}.cnt_total",
+    "window_ahead_packets": f"{_JOB_STATE}.cnt_op",
     "win_start": f"{_JOB_STATE}.win_start",
 }
 # Tofino2 only: eq. 5 as a running sum (docs/tofino.md); part of a job's state to clear on release.

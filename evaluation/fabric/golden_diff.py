@@ -172,7 +172,14 @@ def compare(n: int, seed: int) -> dict[str, int]:
         raise AssertionError(f"packet {i}: golden {gold[i].tolist()} != kernel {kern[i].tolist()}")
     for job in JOBS:
         st = pl.state(job)
-        want = [st.step_min, st.psn_rec, st.alpha, st.cnt_total, st.cnt_op, st.win_start]
+        want = [
+            st.step_min,
+            st.psn_rec,
+            st.alpha,
+            st.window_packets,
+            st.window_ahead_packets,
+            st.win_start,
+        ]
         want += [st.packets, st.marks]
         got = js[0, job, : sk.JS_MARKS + 1].tolist()
         assert want == got, f"job {job}: golden {want} != kernel {got}"

@@ -226,8 +226,8 @@ def expected_state(job_id: int, pkts: list, *, tag: bool = True) -> dict:
         "step_min": st.step_min,
         "psn_rec": st.psn_rec,
         "alpha": st.alpha,
-        "cnt_total": st.cnt_total,
-        "cnt_op": st.cnt_op,
+        "window_packets": st.window_packets,
+        "window_ahead_packets": st.window_ahead_packets,
         "packets": st.packets,
         "marks": st.marks,
         "queue_marks": 0,
@@ -320,7 +320,7 @@ def test_allocate_tracks_packets_and_release_clears(setup):
     send(pkts)
     live = wait_packets(ctl, "itest", 3)
     assert masked(live) == expected_state(job_id, pkts)
-    assert live["packets"] == 3 and live["cnt_total"] >= 1
+    assert live["packets"] == 3 and live["window_packets"] >= 1
 
     rel = ctl.ctl("job", "release", "itest")
     assert rel["job"]["state"] == "released"
@@ -333,7 +333,7 @@ def test_allocate_tracks_packets_and_release_clears(setup):
 
     regs = ThriftJobRegisters(ENV.grpc_host, ENV.thrift_port)
     state = asyncio.run(regs.read([job_id]))[job_id]
-    assert (state.packets, state.step_min, state.psn_rec, state.alpha, state.cnt_total) == (
+    assert (state.packets, state.step_min, state.psn_rec, state.alpha, state.window_packets) == (
         0,
         0,
         0,

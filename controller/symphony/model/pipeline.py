@@ -63,8 +63,8 @@ class JobState:
     step_min: int = 0
     psn_rec: int = 0
     alpha: int = 1
-    cnt_total: int = 0
-    cnt_op: int = 0
+    window_packets: int = 0  # packets in the current window (P4: cnt_total)
+    window_ahead_packets: int = 0  # of them, of a later step than step_min (P4: cnt_op)
     win_start: int = 0
     packets: int = 0
     marks: int = 0
@@ -210,23 +210,25 @@ class Pipeline:
 
         # 1. Window rollover.
         if ar.window_closes(now, st.win_start, prm["t_win"], serial=tofino):
-            if st.cnt_total >= prm["n_sample"]:
+            if st.window_packets >= prm["n_sample"]:
                 if tofino:
                     raises = score >= 0
                 else:
-                    raises = ar.window_raises_alpha(st.cnt_op, st.cnt_total, prm["tau_q8"])
+                    raises = ar.window_raises_alpha(
+                        st.window_ahead_packets, st.window_packets, prm["tau_q8"]
+                    )
                 if raises:
                     st.alpha = min(prm["alpha_max"], st.alpha + 1)
                 else:
                     st.alpha = max(1, st.alpha - 1)
-            st.cnt_total = st.cnt_op = st.psn_rec = score = 0
+            st.window_packets = st.window_ahead_packets = st.psn_rec = score = 0
             st.win_start = now & TIMESTAMP_MASK
 
         # 2. Traffic stats, against step_min before this packet's update.
         later = ar.step_later(s, st.step_min)
-        st.cnt_total = (st.cnt_total + 1) & COUNTER_MASK
+        st.window_packets = (st.window_packets + 1) & COUNTER_MASK
         if later:
-            st.cnt_op = (st.cnt_op + 1) & COUNTER_MASK
+            st.window_ahead_packets = (st.window_ahead_packets + 1) & COUNTER_MASK
         if tofino:
             self.tau_scores[job] = ar.wrap_int32(score + ar.tau_increment(later, prm["tau_q8"]))
 

@@ -1,7 +1,7 @@
 """`make tofino2`: compile the t2na program with p4c's open-source Tofino backend.
 
 Writes the compiler output (tofino2.bin, context.json, bfrt.json), the P4Info and the resource
-logs under build/tofino2/, then the resource summary (symphony.tofino.resources) next to them.
+logs under build/tofino2/, then the resource summary (symphony_tools.tofino_resources) next to them.
 `--check-toolchain` only says whether the backend is installed (exit 0) or what is missing.
 """
 
@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 from symphony.sizes import MAX_JOBS
-from symphony.tofino import resources
+from symphony_tools import tofino_resources
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]  # the repository (controller/symphony_tools/)
 SOURCE = ROOT / "p4src" / "t2na" / "symphony.p4"
 EXTRA_PATH = "/opt/p4/bin"
 
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     if missing:
         raise SystemExit(f"make tofino2: {missing}")
     compile_tofino2(args.out, args.max_jobs)
-    report = resources.summarize(args.out, args.max_jobs or MAX_JOBS)
+    report = tofino_resources.summarize(args.out, args.max_jobs or MAX_JOBS)
     (args.out / "resources.md").write_text(report)
     print(report)
 
