@@ -9,12 +9,14 @@ import struct
 import pytest
 from finsy import P4CounterData, P4CounterEntry, P4RegisterEntry
 
+from symphony import sizes
 from symphony.config import PipelineConfig
 from symphony.model.pipeline import JobState
 from symphony.p4names import FLOW_BASE
 from symphony.p4names import JOB_COUNTERS as COUNTERS
 from symphony.p4names import JOB_REGISTERS as REGISTERS
 from symphony.p4names import TOFINO_JOB_REGISTERS as TOFINO_REGISTERS
+from symphony.switch import targets
 from symphony.switch import tofino_config as tc
 from symphony.switch.registers import P4RuntimeJobRegisters, ThriftJobRegisters
 from symphony.switch.targets import target
@@ -256,3 +258,8 @@ def test_thrift_clear_all_and_read_array():
     asyncio.run(regs.clear_all())
     assert not any(asyncio.run(regs.read_array(FLOW_BASE)))
     assert asyncio.run(regs.read([5]))[5] == JobState()
+
+
+def test_every_target_name_has_one_implementation_with_its_tick():
+    assert tuple(targets.BY_NAME) == sizes.TARGETS
+    assert {n: t.tick_ns for n, t in targets.BY_NAME.items()} == sizes.TICK_NS

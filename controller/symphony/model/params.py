@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
 from symphony.model import arithmetic as ar
-from symphony.sizes import QUEUE_DEPTH_LIMIT
+from symphony.sizes import BMV2_TICK_NS, QUEUE_DEPTH_LIMIT
 
 PsnMode = Literal["relative", "absolute"]
 
@@ -53,7 +53,7 @@ class JobParams:
     alpha_max: int = field(default=32, metadata=_INT)
     psn_mode: PsnMode = field(default="relative", metadata=_STR)
 
-    def validate(self, tick_ns: int = 1000) -> JobParams:
+    def validate(self, tick_ns: int = BMV2_TICK_NS) -> JobParams:
         """Raise ValueError naming the first field out of range; return self when all are fine."""
         if not (self.k == 0 or ar.K_MIN <= self.k < ar.K_MAX) or math.isnan(self.k):
             raise ValueError(f"k: must be 0 or in [2^-16, 256), got {self.k!r}")
@@ -86,7 +86,7 @@ class JobParams:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def to_action_params(self, tick_ns: int = 1000) -> dict[str, int]:
+    def to_action_params(self, tick_ns: int = BMV2_TICK_NS) -> dict[str, int]:
         """Action data of `SymphonyIngress.classify.set_params`; tick_ns is the target's timestamp
         unit (bmv2: 1000 ns, Tofino: 1 ns)."""
         self.validate(tick_ns)

@@ -47,11 +47,12 @@ class Tofino2(Target):
         return P4RuntimeJobRegisters(session_switch)
 
 
-TARGETS: dict[str, Target] = {
+# One implementation per name in sizes.TARGETS (tests/test_switch_targets.py checks it).
+BY_NAME: dict[str, Target] = {
     "bmv2": Bmv2("bmv2", tick_ns=TICK_NS["bmv2"]),
     "tofino2": Tofino2("tofino2", tick_ns=TICK_NS["tofino2"]),
 }
 
 
 def target(name: str) -> Target:
-    return TARGETS[name]
+    return BY_NAME[name]
