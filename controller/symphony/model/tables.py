@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import cache
 
@@ -47,16 +47,19 @@ def log_buckets() -> Iterator[tuple[int, int]]:
                 yield mant << drop, ar.PSN_BITS - drop
 
 
-def _log_table(table: str, key: str, action: str) -> list[TableEntrySpec]:
+def _table(
+    table: str, key: str, action: str, param: str, rows: Iterable[tuple[MatchValue, int]]
+) -> list[TableEntrySpec]:
+    """One entry per (match value, action-data value) row."""
     return [
-        TableEntrySpec(
-            table=table,
-            match={key: (lo, plen)},
-            action=action,
-            params={"value": ar.log_bucket_value(lo, plen)},
-        )
-        for lo, plen in log_buckets()
+        TableEntrySpec(table=table, match={key: m}, action=action, params={param: v})
+        for m, v in rows
     ]
+
+
+def _log_table(table: str, key: str, action: str) -> list[TableEntrySpec]:
+    rows = (((lo, plen), ar.log_bucket_value(lo, plen)) for lo, plen in log_buckets())
+    return _table(table, key, action, "value", rows)
 
 
 @cache
@@ -64,24 +67,18 @@ def lut_entries() -> tuple[TableEntrySpec, ...]:
     """The four lookup tables of SPEC section 5: log2 p, log2 psn_rec, log2 alpha, exp."""
     entries = _log_table(n.LOG_P, "p", n.SET_LOG_P)
     entries += _log_table(n.LOG_PSN_REC, "psn_rec", n.SET_LOG_PSN_REC)
-    entries += [
-        TableEntrySpec(
-            table=n.LOG_ALPHA,
-            match={"alpha": a},
-            action=n.SET_LOG_ALPHA,
-            params={"value": ar.log2_alpha(a)},
-        )
-        for a in range(1, ar.ALPHA_LIMIT + 1)
-    ]
-    entries += [
-        TableEntrySpec(
-            table=n.PROB_THRESHOLD,
-            match={"d": d},
-            action=n.SET_THRESHOLD,
-            params={"threshold": ar.threshold_for(d)},
-        )
-        for d in range(ar.PROB_TABLE_SIZE)
-    ]
+    alphas = range(1, ar.ALPHA_LIMIT + 1)
+    entries += _table(
+        n.LOG_ALPHA, "alpha", n.SET_LOG_ALPHA, "value", ((a, ar.log2_alpha(a)) for a in alphas)
+    )
+    distances = range(ar.PROB_TABLE_SIZE)
+    entries += _table(
+        n.PROB_THRESHOLD,
+        "d",
+        n.SET_THRESHOLD,
+        "threshold",
+        ((d, ar.threshold_for(d)) for d in distances),
+    )
     # Beyond the table P >= 1: mark always.
     entries.append(
         TableEntrySpec(
