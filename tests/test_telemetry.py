@@ -38,11 +38,11 @@ class FakeManager:
         ]
 
     def list(self):
-        return [SimpleNamespace(state="active") for _ in self.jobs]
+        return self.jobs
 
 
 def test_metrics_have_per_job_per_switch_series():
-    job = SimpleNamespace(job_id=7, name="resnet", switches=("s1", "s2", "s3"))
+    job = SimpleNamespace(job_id=7, name="resnet", switches=("s1", "s2", "s3"), state="active")
     mgr = FakeManager(
         {
             "s1": FakeSession({7: JobState(step_min=3, alpha=2, packets=40, marks=4)}),

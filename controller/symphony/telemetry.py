@@ -3,6 +3,8 @@
 Switch reads are asynchronous and can be slow, and a scrape must not wait on a switch, so a
 poller task in the daemon's loop reads every switch every ``telemetry_interval_s`` into a
 snapshot, and the collector (called from the HTTP server's thread) only formats that snapshot.
+A sweep reads whole register and counter arrays (``JobRegisters.read`` of many jobs), so its
+cost does not grow with the number of jobs; the snapshot holds the live jobs only.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -46,6 +49,8 @@ class Snapshot:
     # (job_id, job name, switch) -> state
     jobs: dict[tuple[int, str, str], JobState] = field(default_factory=dict)
     read_errors: dict[str, int] = field(default_factory=dict)
+    # Wall time of the sweep that made this snapshot (every switch read and decoded).
+    sweep_seconds: float = 0.0
 
 
 class SymphonyCollector(Collector):
@@ -80,6 +85,11 @@ class SymphonyCollector(Collector):
         for sw, n in sorted(snap.read_errors.items()):
             errors.add_metric([sw], n)
         yield errors
+        yield GaugeMetricFamily(
+            "symphony_telemetry_sweep_seconds",
+            "Time the last telemetry sweep took to read every switch.",
+            value=snap.sweep_seconds,
+        )
 
         up = GaugeMetricFamily(
             "symphony_switch_up",
@@ -120,11 +130,13 @@ async def poll(manager: JobManager, collector: SymphonyCollector, interval: floa
 async def poll_once(
     manager: JobManager, collector: SymphonyCollector, errors: dict[str, int]
 ) -> None:
+    t0 = time.perf_counter()
     snap = Snapshot(read_errors=errors)
+    live = [j for j in manager.list() if j.state == "active"]
     for name, session in manager.sessions.items():
         if not session.is_ready:
             continue
-        active, _ = manager.jobs_on(name)
+        active = [j for j in live if name in j.switches]
         if not active:
             continue
         try:
@@ -136,6 +148,7 @@ async def poll_once(
         for job in active:
             if job.job_id in states:
                 snap.jobs[(job.job_id, job.name, name)] = states[job.job_id]
+    snap.sweep_seconds = time.perf_counter() - t0
     collector.publish(snap)
 
 

@@ -47,6 +47,13 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS live_job_id ON jobs(job_id) WHERE state != 'released';
 CREATE UNIQUE INDEX IF NOT EXISTS live_name ON jobs(name) WHERE state != 'released';
+-- The source addresses of live hosts-mode jobs, one row each: the host clash check of an
+-- allocation is one indexed lookup instead of a scan of every live job. Derived from jobs (and
+-- rebuilt from it on every open); kept in the same transactions.
+CREATE TABLE IF NOT EXISTS live_hosts (
+    host  TEXT PRIMARY KEY,
+    uid   INTEGER NOT NULL REFERENCES jobs(uid)
+);
 CREATE TABLE IF NOT EXISTS globals (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL                    -- JSON
@@ -105,6 +112,14 @@ class JobStore:
         self._db.execute("PRAGMA busy_timeout=5000")
         # Idempotent DDL (IF NOT EXISTS); safe to run on every start.
         self._db.executescript(SCHEMA)
+        # live_hosts is derived: rebuild it, so a database from before it existed gets it too.
+        with self._tx() as db:
+            db.execute("DELETE FROM live_hosts")
+            db.execute(
+                "INSERT OR IGNORE INTO live_hosts (host, uid) SELECT h.value, j.uid"
+                " FROM jobs j, json_each(j.hosts) h"
+                " WHERE j.state != 'released' AND j.mode = 'hosts'"
+            )
 
     def close(self) -> None:
         self._db.close()
@@ -180,22 +195,30 @@ class JobStore:
                         f"{row['job_id']} {row['name']!r})",
                     )
                 return _job(row), False
-            live = [_job(r) for r in db.execute("SELECT * FROM jobs WHERE state != 'released'")]
-            for job in live:
-                if job.name == name:
-                    raise JobError(
-                        Kind.CONFLICT, "name", f"job {job.job_id} is already named {name!r}"
-                    )
+            # Indexed lookups only: the cost of an allocation does not grow with the live jobs.
+            same_name = db.execute(
+                "SELECT job_id FROM jobs WHERE name = ? AND state != 'released'", (name,)
+            ).fetchone()
+            if same_name is not None:
+                raise JobError(
+                    Kind.CONFLICT, "name", f"job {same_name[0]} is already named {name!r}"
+                )
+            if mode == "hosts" and hosts:
                 # hosts mode: a source address can belong to one job only (job_by_src is exact).
-                clash = set(job.hosts) & set(hosts) if job.mode == mode == "hosts" else set()
+                marks = ", ".join("?" * len(hosts))
+                clash = db.execute(
+                    "SELECT l.host, j.job_id FROM live_hosts l JOIN jobs j USING (uid)"
+                    f" WHERE l.host IN ({marks}) ORDER BY l.host",
+                    hosts,
+                ).fetchall()
                 if clash:
-                    raise JobError(
-                        Kind.CONFLICT,
-                        "hosts",
-                        f"{', '.join(sorted(clash))} already belong to job {job.job_id}",
-                    )
+                    owner = clash[0][1]
+                    mine = ", ".join(h for h, j in clash if j == owner)
+                    raise JobError(Kind.CONFLICT, "hosts", f"{mine} already belong to job {owner}")
             cursor = self._global(db, CURSOR_KEY, 0)
-            job_id = allocator.pick({j.job_id for j in live}, mode, cursor)
+            # The partial index live_job_id covers this: no row is read.
+            used = {r[0] for r in db.execute("SELECT job_id FROM jobs WHERE state != 'released'")}
+            job_id = allocator.pick(used, mode, cursor)
             if job_id is None:
                 raise JobError(
                     Kind.EXHAUSTED, "", f"every Job_ID a {mode}-mode job can use is taken"
@@ -216,6 +239,11 @@ class JobStore:
                     now,
                 ),
             )
+            if mode == "hosts":
+                db.executemany(
+                    "INSERT INTO live_hosts (host, uid) VALUES (?, ?)",
+                    [(h, cur.lastrowid) for h in hosts],
+                )
             self._set_global(db, CURSOR_KEY, job_id)
             row = db.execute("SELECT * FROM jobs WHERE uid = ?", (cur.lastrowid,)).fetchone()
             return _job(row), True
@@ -254,6 +282,7 @@ class JobStore:
                     " WHERE uid = ?",
                     (time.time(), uid),
                 )
+                db.execute("DELETE FROM live_hosts WHERE uid = ?", (uid,))
             return _job(db.execute("SELECT * FROM jobs WHERE uid = ?", (uid,)).fetchone())
 
     def set_job_params(self, job_id: int, overrides: Mapping[str, Any]) -> Job:
