@@ -96,6 +96,7 @@ async def run(cfg: Config, stop: asyncio.Event | None = None) -> None:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         metrics.shutdown()
+        metrics.server_close()
         store.close()
 
 

@@ -4,22 +4,30 @@ Switch reads are asynchronous and can be slow, and a scrape must not wait on a s
 poller task in the daemon's loop reads every switch every ``telemetry_interval_s`` into a
 snapshot, and the collector (called from the HTTP server's thread) only formats that snapshot.
 A sweep reads whole register and counter arrays (``JobRegisters.read`` of many jobs), so its
-cost does not grow with the number of jobs; the snapshot holds the live jobs only.
+switch calls do not grow with the number of jobs; the snapshot holds the active jobs only.
+
+At 16k jobs the per-job series are 131k samples: formatting them through prometheus_client on
+every scrape took over a second. The sweep renders them once, in slices that let the event loop
+serve requests in between, and the endpoint (our own small HTTP server) sends that text followed
+by prometheus_client's rendering of the few switch and job-table series.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from symphony.config import split_host_port
 from symphony.jobs.manager import JobManager
@@ -49,8 +57,10 @@ class Snapshot:
     # (job_id, job name, switch) -> state
     jobs: dict[tuple[int, str, str], JobState] = field(default_factory=dict)
     read_errors: dict[str, int] = field(default_factory=dict)
-    # Wall time of the sweep that made this snapshot (every switch read and decoded).
+    # Wall time of the sweep that made this snapshot (every switch read, decoded, rendered).
     sweep_seconds: float = 0.0
+    # The per-job series in the Prometheus text format (render_jobs), made once per sweep.
+    text: bytes = b""
 
 
 class SymphonyCollector(Collector):
@@ -63,20 +73,18 @@ class SymphonyCollector(Collector):
         with self._lock:
             self.snapshot = snapshot
 
-    def collect(self) -> Iterator[Metric]:
+    def exposition(self) -> bytes:
+        """The whole /metrics page: the per-job series of the last sweep, then the rest."""
         with self._lock:
             snap = self.snapshot
-        labels = ["job_id", "job", "switch"]
-        families = {}
-        for f, (name, doc, is_counter) in JOB_SERIES.items():
-            cls = CounterMetricFamily if is_counter else GaugeMetricFamily
-            families[f] = cls(name, doc, labels=labels)
-        for (job_id, job_name, sw), state in sorted(snap.jobs.items()):
-            values = asdict(state)
-            for f, fam in families.items():
-                fam.add_metric([str(job_id), job_name, sw], values[f])
-        yield from families.values()
+        registry = CollectorRegistry()
+        registry.register(self)
+        return snap.text + generate_latest(registry)
 
+    def collect(self) -> Iterator[Metric]:
+        """Everything but the per-job series (those are rendered by the sweep)."""
+        with self._lock:
+            snap = self.snapshot
         errors = CounterMetricFamily(
             "symphony_telemetry_read_errors",
             "Failed reads of job state, per switch.",
@@ -104,16 +112,20 @@ class SymphonyCollector(Collector):
             "Table entries the controller keeps on the switch.",
             labels=["switch"],
         )
+        updates = CounterMetricFamily(
+            "symphony_switch_updates",
+            "P4Runtime table updates (insert, modify, delete) the controller wrote.",
+            labels=["switch"],
+        )
         for s in self.manager.switch_status():
             up.add_metric([s.name], 1.0 if s.state == "ready" else 0.0)
             connects.add_metric([s.name], s.connects)
             entries.add_metric([s.name], s.entries)
-        yield from (up, connects, entries)
+            updates.add_metric([s.name], s.updates)
+        yield from (up, connects, entries, updates)
 
         jobs = GaugeMetricFamily("symphony_jobs", "Live jobs by state.", labels=["state"])
-        counts: dict[str, int] = {"active": 0, "releasing": 0}
-        for job in self.manager.list():
-            counts[job.state] = counts.get(job.state, 0) + 1
+        counts = {"active": 0, "releasing": 0, **self.manager.count_by_state()}
         for state, n in sorted(counts.items()):
             jobs.add_metric([state], n)
         yield jobs
@@ -132,30 +144,87 @@ async def poll_once(
 ) -> None:
     t0 = time.perf_counter()
     snap = Snapshot(read_errors=errors)
-    live = [j for j in manager.list() if j.state == "active"]
+    labels = manager.active_labels()
     for name, session in manager.sessions.items():
         if not session.is_ready:
             continue
-        active = [j for j in live if name in j.switches]
+        active = [(job_id, job_name) for job_id, job_name, switches in labels if name in switches]
         if not active:
             continue
         try:
-            states: Mapping[int, Any] = await session.read_state(j.job_id for j in active)
+            states: Mapping[int, Any] = await session.read_state(j for j, _ in active)
         except Exception as exc:  # counted and logged; the next poll retries
             errors[name] = errors.get(name, 0) + 1
             LOG.debug("telemetry read from %s failed: %s", name, exc)
             continue
-        for job in active:
-            if job.job_id in states:
-                snap.jobs[(job.job_id, job.name, name)] = states[job.job_id]
+        for job_id, job_name in active:
+            if job_id in states:
+                snap.jobs[(job_id, job_name, name)] = states[job_id]
+    snap.text = await render_jobs(snap.jobs)
     snap.sweep_seconds = time.perf_counter() - t0
     collector.publish(snap)
 
 
-def serve(collector: SymphonyCollector, listen: str) -> Any:
-    registry = CollectorRegistry()
-    registry.register(collector)
+# Jobs rendered between two yields to the event loop (a few milliseconds of work).
+RENDER_SLICE = 1024
+
+
+async def render_jobs(jobs: Mapping[tuple[int, str, str], JobState]) -> bytes:
+    """The per-job series in the Prometheus text format, as prometheus_client writes them
+    (sorted label names, Go float formatting, ``_total`` for counters)."""
+    keys = sorted(jobs)
+    labels = [
+        f'{{job="{_escape(job)}",job_id="{job_id}",switch="{_escape(sw)}"}} '
+        for job_id, job, sw in keys
+    ]
+    states = [jobs[k] for k in keys]
+    out: list[str] = []
+    for f, (name, doc, is_counter) in JOB_SERIES.items():
+        metric = f"{name}_total" if is_counter else name
+        out.append(
+            f"# HELP {metric} {doc}\n# TYPE {metric} {'counter' if is_counter else 'gauge'}\n"
+        )
+        for i in range(0, len(states), RENDER_SLICE):
+            out.extend(
+                f"{metric}{lab}{floatToGoString(getattr(st, f))}\n"
+                for lab, st in zip(
+                    labels[i : i + RENDER_SLICE], states[i : i + RENDER_SLICE], strict=True
+                )
+            )
+            await asyncio.sleep(0)
+    return "".join(out).encode()
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+class _MetricsHandler(BaseHTTPRequestHandler):
+    collector: SymphonyCollector
+
+    def do_GET(self) -> None:
+        if self.path.split("?", 1)[0] not in ("/", "/metrics"):
+            self.send_error(404)
+            return
+        body = self.collector.exposition()
+        self.send_response(200)
+        self.send_header("Content-Type", CONTENT_TYPE_LATEST)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:  # scrapes are not news
+        pass
+
+
+def serve(collector: SymphonyCollector, listen: str) -> ThreadingHTTPServer:
+    """The /metrics endpoint in a daemon thread; ``shutdown()`` stops it."""
     host, port = split_host_port(listen)
-    server, _thread = start_http_server(port, addr=host.strip("[]"), registry=registry)
+    host = host.strip("[]")
+    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    handler = type("Handler", (_MetricsHandler,), {"collector": collector})
+    server_cls = type("Server", (ThreadingHTTPServer,), {"address_family": family})
+    server = server_cls((host, port), handler)
+    threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
     LOG.info("metrics on http://%s/metrics", listen)
     return server

@@ -128,6 +128,13 @@ class JobManager:
     def list(self, include_released: bool = False) -> list[Job]:
         return self.store.list(include_released)
 
+    def active_labels(self) -> list[tuple[int, str, tuple[str, ...]]]:
+        """(Job_ID, name, switches) of every active job (telemetry's labels)."""
+        return self.store.active_labels()
+
+    def count_by_state(self) -> dict[str, int]:
+        return self.store.count_by_state()
+
     def find(self, ref: int | str) -> Job:
         """A live job by Job_ID or by name."""
         if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):

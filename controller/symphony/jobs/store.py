@@ -165,6 +165,21 @@ class JobStore:
             sql += " WHERE state != 'released'"
         return [_job(r) for r in self._db.execute(sql + " ORDER BY job_id, uid")]
 
+    def active_labels(self) -> list[tuple[int, str, tuple[str, ...]]]:
+        """(Job_ID, name, switches) of every active job: what telemetry labels its series with,
+        without decoding whole rows (16k of them every sweep)."""
+        rows = self._db.execute(
+            "SELECT job_id, name, switches FROM jobs WHERE state = 'active' ORDER BY job_id"
+        )
+        return [(r[0], r[1], tuple(json.loads(r[2]))) for r in rows]
+
+    def count_by_state(self) -> dict[str, int]:
+        """Live jobs per state."""
+        rows = self._db.execute(
+            "SELECT state, COUNT(*) FROM jobs WHERE state != 'released' GROUP BY state"
+        )
+        return {r[0]: r[1] for r in rows}
+
     def global_params(self) -> dict[str, Any]:
         row = self._db.execute("SELECT value FROM globals WHERE key = ?", (PARAMS_KEY,)).fetchone()
         return json.loads(row[0]) if row else {}
@@ -216,9 +231,7 @@ class JobStore:
                     mine = ", ".join(h for h, j in clash if j == owner)
                     raise JobError(Kind.CONFLICT, "hosts", f"{mine} already belong to job {owner}")
             cursor = self._global(db, CURSOR_KEY, 0)
-            # The partial index live_job_id covers this: no row is read.
-            used = {r[0] for r in db.execute("SELECT job_id FROM jobs WHERE state != 'released'")}
-            job_id = allocator.pick(used, mode, cursor)
+            job_id = allocator.pick(_LiveIds(db), mode, cursor)
             if job_id is None:
                 raise JobError(
                     Kind.EXHAUSTED, "", f"every Job_ID a {mode}-mode job can use is taken"
@@ -317,6 +330,32 @@ class JobStore:
             " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, json.dumps(value, sort_keys=True)),
         )
+
+
+class _LiveIds:
+    """The Job_IDs held by live jobs, as the allocator's ``used``: it asks about a few IDs after
+    the cursor, so each question is one lookup in the live_job_id index, and loading every live
+    ID (a cost that grows with the jobs) happens only when the first PROBES were all taken."""
+
+    PROBES = 64
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self._asked = 0
+        self._all: set[int] | None = None
+
+    def __contains__(self, job_id: object) -> bool:
+        if self._all is not None:
+            return job_id in self._all
+        self._asked += 1
+        if self._asked > self.PROBES:
+            rows = self._db.execute("SELECT job_id FROM jobs WHERE state != 'released'")
+            self._all = {r[0] for r in rows}
+            return job_id in self._all
+        row = self._db.execute(
+            "SELECT 1 FROM jobs WHERE job_id = ? AND state != 'released'", (job_id,)
+        ).fetchone()
+        return row is not None
 
 
 def _job(row: sqlite3.Row) -> Job:

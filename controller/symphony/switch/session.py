@@ -94,6 +94,8 @@ class SessionStatus:
     last_reconcile_changes: int = 0
     entries: int = 0
     jobs: int = 0
+    # P4Runtime table updates written since the daemon started (a one-job change adds its own).
+    updates: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -393,7 +395,9 @@ class SwitchSession:
 
     async def _write(self, sw: finsy.Switch, kind: int, items: Sequence[p4r.TableEntry]) -> None:
         for i in range(0, len(items), WRITE_BATCH):
-            await sw.write(entries.updates(kind, items[i : i + WRITE_BATCH]))
+            chunk = items[i : i + WRITE_BATCH]
+            await sw.write(entries.updates(kind, chunk))
+            self.status.updates += len(chunk)
 
     # ---- live state --------------------------------------------------------------------------
 
