@@ -15,16 +15,20 @@ control PsnTracker(in headers_t hdr, inout symphony_meta_t meta) {
         // The top bit is always set so that an empty slot (all zeros) never matches.
         sig = sig | 0x8000;
 
-        // Straight-line code with ?: instead of if/else (bmv2 runs each block between two
-        // conditions as a table application). A non-FIRST packet writes back the value it read.
-        bit<64> slot_value;
-        flow_base.read(slot_value, slot);
-        bool same_flow = slot_value[55:40] == sig && slot_value[39:24] == meta.step;
-        flow_base.write(slot, meta.is_first ? 8w0 ++ sig ++ meta.step ++ hdr.bth.psn : slot_value);
-        psn_t p = meta.is_first ? 0 : (same_flow ? hdr.bth.psn - slot_value[23:0] : 0);
-        bool p_known = meta.is_first || same_flow;
+        if (meta.is_first) {
+            flow_base.write(slot, 8w0 ++ sig ++ meta.step ++ hdr.bth.psn);
+            meta.p = 0;
+            meta.p_known = true;
+        } else {
+            bit<64> slot_value;
+            flow_base.read(slot_value, slot);
+            meta.p_known = slot_value[55:40] == sig && slot_value[39:24] == meta.step;
+            meta.p = meta.p_known ? hdr.bth.psn - slot_value[23:0] : 0;
+        }
         // "absolute" mode: each step starts at PSN 0 (the paper's testbed).
-        meta.p = meta.psn_absolute == 1 ? hdr.bth.psn : p;
-        meta.p_known = meta.psn_absolute == 1 || p_known;
+        if (meta.psn_absolute == 1) {
+            meta.p = hdr.bth.psn;
+            meta.p_known = true;
+        }
     }
 }
