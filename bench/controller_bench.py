@@ -265,7 +265,7 @@ def plot(points: list[Point], out: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--live", default="0,1000,16000", help="live-job counts for the curve")
-    ap.add_argument("--seq", type=int, default=100, help="sequential allocations per point")
+    ap.add_argument("--seq", type=int, default=200, help="sequential allocations per point")
     ap.add_argument("--jobs", type=int, default=200, help="concurrent allocations per point")
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--full", type=int, default=16383, help="jobs for cold start/restart (0: skip)")

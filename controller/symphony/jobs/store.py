@@ -171,7 +171,14 @@ class JobStore:
         rows = self._db.execute(
             "SELECT job_id, name, switches FROM jobs WHERE state = 'active' ORDER BY job_id"
         )
-        return [(r[0], r[1], tuple(json.loads(r[2]))) for r in rows]
+        paths: dict[str, tuple[str, ...]] = {}  # most jobs share a path: decode each once
+        out = []
+        for job_id, name, switches in rows:
+            path = paths.get(switches)
+            if path is None:
+                path = paths[switches] = tuple(json.loads(switches))
+            out.append((job_id, name, path))
+        return out
 
     def count_by_state(self) -> dict[str, int]:
         """Live jobs per state."""
