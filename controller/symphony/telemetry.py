@@ -135,7 +135,10 @@ async def poll(manager: JobManager, collector: SymphonyCollector, interval: floa
     """Read every active job's state from every ready switch on its path, forever."""
     errors: dict[str, int] = {}
     while True:
-        await poll_once(manager, collector, errors)
+        try:
+            await poll_once(manager, collector, errors)
+        except Exception:  # a bug in one sweep must not end telemetry for good
+            LOG.exception("telemetry sweep failed")
         await asyncio.sleep(interval)
 
 

@@ -141,7 +141,7 @@ class ThriftJobRegisters:
         counters = {
             f: await raw_read.counter_array(self.switch, n) for f, n in JOB_COUNTERS.items()
         }
-        return _states(ids, regs, counters)
+        return await _states(ids, regs, counters)
 
     async def reset(self, job_ids: Iterable[int]) -> None:
         ids = list(job_ids)
