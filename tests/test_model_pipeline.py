@@ -277,7 +277,7 @@ def test_t_win_of_2_31_ticks_or_more_is_refused() -> None:
     on both targets, with the limit in the message."""
     for tick_ns in (1000, 1024):
         JobParams(t_win_us=T_WIN_MAX_TICKS * tick_ns / 1000).validate(tick_ns)
-        with pytest.raises(ValueError, match="t_win_us: .* exceeds the window timer"):
+        with pytest.raises(ValueError, match=r"t_win_us: .* exceeds the window timer"):
             JobParams(t_win_us=(T_WIN_MAX_TICKS + 1) * tick_ns / 1000).validate(tick_ns)
 
 
