@@ -1,7 +1,9 @@
-"""`make tofino2`: compile the t2na program with p4c's open-source Tofino backend.
+"""`make tofino2`: compile the t2na programs with p4c's open-source Tofino backend.
 
 Writes the compiler output (tofino2.bin, context.json, bfrt.json), the P4Info and the resource
 logs under build/tofino2/, then the resource summary (symphony.tofino.resources) next to them.
+`--program fabric_demo` compiles the coexistence program (Symphony beside L2, routing with ECMP
+and an ACL) instead, by default into build/tofino2-fabric_demo/.
 `--check-toolchain` only says whether the backend is installed (exit 0) or what is missing.
 """
 
@@ -16,7 +18,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-SOURCE = ROOT / "p4src" / "t2na" / "symphony.p4"
+PROGRAMS = ("symphony", "fabric_demo")  # p4src/t2na/<name>.p4
 EXTRA_PATH = "/opt/p4/bin"
 
 
@@ -36,7 +38,7 @@ def missing_toolchain() -> str | None:
     return None
 
 
-def compile_tofino2(out: Path, max_jobs: int | None = None) -> Path:
+def compile_tofino2(out: Path, max_jobs: int | None = None, program: str = "symphony") -> Path:
     out.mkdir(parents=True, exist_ok=True)
     cmd = [
         "p4c",
@@ -52,7 +54,7 @@ def compile_tofino2(out: Path, max_jobs: int | None = None) -> Path:
         "--p4runtime-force-std-externs",
         "--p4runtime-files", str(out / "symphony.p4info.txtpb"),
         "-o", str(out),
-        str(SOURCE),
+        str(ROOT / "p4src" / "t2na" / f"{program}.p4"),
     ]  # fmt: skip
     if max_jobs is not None:
         cmd[1:1] = [f"-DMAX_JOBS={max_jobs}"]
@@ -104,7 +106,8 @@ def sizes_max_jobs() -> int:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "build" / "tofino2")
+    parser.add_argument("--program", choices=PROGRAMS, default="symphony")
+    parser.add_argument("--out", type=Path, help="default: build/tofino2[-<program>]")
     parser.add_argument("--max-jobs", type=int, default=None, help="override MAX_JOBS")
     parser.add_argument("--check-toolchain", action="store_true")
     args = parser.parse_args(argv)
@@ -116,11 +119,14 @@ def main(argv: list[str] | None = None) -> None:
         return
     if missing:
         raise SystemExit(f"make tofino2: {missing}")
-    compile_tofino2(args.out, args.max_jobs)
+    out = args.out or ROOT / "build" / (
+        "tofino2" if args.program == "symphony" else f"tofino2-{args.program}"
+    )
+    compile_tofino2(out, args.max_jobs, args.program)
     from symphony.tofino import resources
 
-    report = resources.summarize(args.out, args.max_jobs or sizes_max_jobs())
-    (args.out / "resources.md").write_text(report)
+    report = resources.summarize(out, args.max_jobs or sizes_max_jobs())
+    (out / "resources.md").write_text(report)
     print(report)
 
 
