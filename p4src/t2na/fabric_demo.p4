@@ -66,10 +66,10 @@ parser DemoIngressParser(packet_in pkt, out demo_headers_t hdr, out demo_ingress
 
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
-        transition select(hdr.ipv4.ihl, hdr.ipv4.flags[0:0], hdr.ipv4.frag_offset,
-                          hdr.ipv4.protocol) {
-            (5, 0, 0, IP_PROTO_UDP): parse_udp;
-            (5, 0, 0, 6): parse_tcp;
+        transition select(hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.flags[0:0],
+                          hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (4, 5, 0, 0, IP_PROTO_UDP): parse_udp;
+            (4, 5, 0, 0, 6): parse_tcp;
             default: accept;
         }
     }

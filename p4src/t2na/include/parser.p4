@@ -22,12 +22,12 @@ parser SymphonyIngressParser(packet_in pkt,
         }
     }
 
-    // Only option-less, unfragmented IPv4 reaches UDP (see v1model/include/parser.p4).
+    // Only option-less, unfragmented IPv4 (version 4) reaches UDP (see v1model/include/parser.p4).
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
-        transition select(hdr.ipv4.ihl, hdr.ipv4.flags[0:0], hdr.ipv4.frag_offset,
-                          hdr.ipv4.protocol) {
-            (5, 0, 0, IP_PROTO_UDP): parse_udp;
+        transition select(hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.flags[0:0],
+                          hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (4, 5, 0, 0, IP_PROTO_UDP): parse_udp;
             default: accept;
         }
     }
