@@ -69,8 +69,8 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 
 tofino2: setup
-	$(PY) -m symphony.tofino.build --out $(BUILD)/tofino2
-	$(PY) -m symphony.tofino.build --program fabric_demo --out $(BUILD)/tofino2-fabric_demo
+	$(PY) -m symphony_tools.tofino_build --out $(BUILD)/tofino2
+	$(PY) -m symphony_tools.tofino_build --program fabric_demo --out $(BUILD)/tofino2-fabric_demo
 
 bench: setup build
 	scripts/run_bench.sh

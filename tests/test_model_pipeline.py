@@ -79,7 +79,7 @@ def test_duplicates_leave_progress_unchanged() -> None:
     pl.process(pkt(WRITE_MIDDLE, 0, 5), 0)
     after = pl.state(JOB)
     assert (after.step_min, after.psn_rec) == (before.step_min, before.psn_rec)
-    assert after.cnt_total == before.cnt_total + 1
+    assert after.window_packets == before.window_packets + 1
 
 
 def test_warmup_then_p1_marks_every_outpacing_packet() -> None:
@@ -157,7 +157,7 @@ def test_window_rollover_raises_lowers_and_guards_alpha() -> None:
     pl.process(pkt(WRITE_MIDDLE, 0, 1, src=HOST_B), 1)  # a retransmission, p = 1
     st = pl.state(JOB)
     # alpha rose; the counters restarted with this packet; psn_rec was reset, then took p = 1
-    assert (st.alpha, st.cnt_total, st.cnt_op, st.psn_rec) == (2, 1, 0, 1)
+    assert (st.alpha, st.window_packets, st.window_ahead_packets, st.psn_rec) == (2, 1, 0, 1)
     prm["t_win"] = 1 << 31
     for i in range(5):
         pl.process(pkt(WRITE_MIDDLE, 0, 5 + i, src=HOST_B), 1)
@@ -189,7 +189,9 @@ def test_two_jobs_are_isolated() -> None:
 
 
 def test_register_encoding_round_trips() -> None:
-    st = JobState(step_min=3, psn_rec=4, alpha=5, cnt_total=6, cnt_op=7, win_start=8)
+    st = JobState(
+        step_min=3, psn_rec=4, alpha=5, window_packets=6, window_ahead_packets=7, win_start=8
+    )
     raw = st.registers()
     assert raw["SymphonyIngress.job_state.alpha_m1"] == 4
     assert JobState.from_registers(raw) == st

@@ -7,6 +7,7 @@ the controller installs and the predictions the tests compare against come from 
 from __future__ import annotations
 
 import math
+import zlib
 from functools import cache
 
 STEP_BITS = 16
@@ -177,8 +178,6 @@ def tau_increment(outpacing: bool, tau_q8: int) -> int:
 
 def crc32(data: bytes) -> int:
     """bmv2's crc32 (reflected, init and final xor 0xFFFFFFFF): zlib's CRC-32."""
-    import zlib
-
     return zlib.crc32(data) & 0xFFFFFFFF
 
 

@@ -7,13 +7,14 @@ map RAM, gateway and stateful ALU) and `metrics.json` under `<out>/pipe/logs/` w
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from symphony.model.pipeline import COUNTERS, REGISTERS, TOFINO_REGISTERS
+from symphony.p4names import JOB_COUNTERS, JOB_REGISTERS, TOFINO_JOB_REGISTERS
 
 # Tofino2: 20 MAU stages; per stage 80 SRAMs (128 Kbit), 24 TCAMs (44 x 512), 4 stateful ALUs.
 STAGES = 20
@@ -169,7 +170,7 @@ def _per_job(out: Path, max_jobs: int | None) -> list[str]:
     if context is None or not max_jobs:
         return []
     # Job state is what the golden model calls so; the flow slots are indexed by a hash.
-    job_arrays = {*REGISTERS.values(), *TOFINO_REGISTERS.values(), *COUNTERS.values()}
+    job_arrays = {*JOB_REGISTERS.values(), *TOFINO_JOB_REGISTERS.values(), *JOB_COUNTERS.values()}
     arrays = [a for a in per_index_arrays(context) if a.name in job_arrays]
     regs = [a for a in arrays if a.kind == "register"]
     counters = [a for a in arrays if a.kind == "counter"]
@@ -196,8 +197,6 @@ def _per_job(out: Path, max_jobs: int | None) -> list[str]:
 
 
 def main() -> None:
-    import argparse
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--max-jobs", type=int)

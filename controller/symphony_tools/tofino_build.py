@@ -1,7 +1,7 @@
 """`make tofino2`: compile the t2na programs with p4c's open-source Tofino backend.
 
 Writes the compiler output (tofino2.bin, context.json, bfrt.json), the P4Info and the resource
-logs under build/tofino2/, then the resource summary (symphony.tofino.resources) next to them.
+logs under build/tofino2/, then the resource summary (symphony_tools.tofino_resources) next to them.
 `--program fabric_demo` compiles the coexistence program (Symphony beside L2, routing with ECMP
 and an ACL) instead, by default into build/tofino2-fabric_demo/.
 `--check-toolchain` only says whether the backend is installed (exit 0) or what is missing.
@@ -17,7 +17,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+from symphony.sizes import MAX_JOBS
+from symphony_tools import tofino_resources
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository (controller/symphony_tools/)
 PROGRAMS = ("symphony", "fabric_demo")  # p4src/t2na/<name>.p4
 EXTRA_PATH = "/opt/p4/bin"
 
@@ -95,15 +98,6 @@ def compiler_warnings(log: str) -> list[str]:
     ]
 
 
-def sizes_max_jobs() -> int:
-    """MAX_JOBS as p4src/shared/sizes.p4 defines it."""
-    for line in (ROOT / "p4src" / "shared" / "sizes.p4").read_text().splitlines():
-        parts = line.split()
-        if parts[:2] == ["#define", "MAX_JOBS"]:
-            return int(parts[2])
-    raise RuntimeError("MAX_JOBS not found in p4src/shared/sizes.p4")
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--program", choices=PROGRAMS, default="symphony")
@@ -123,9 +117,7 @@ def main(argv: list[str] | None = None) -> None:
         "tofino2" if args.program == "symphony" else f"tofino2-{args.program}"
     )
     compile_tofino2(out, args.max_jobs, args.program)
-    from symphony.tofino import resources
-
-    report = resources.summarize(out, args.max_jobs or sizes_max_jobs())
+    report = tofino_resources.summarize(out, args.max_jobs or MAX_JOBS)
     (out / "resources.md").write_text(report)
     print(report)
 
