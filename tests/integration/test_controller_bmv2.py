@@ -73,13 +73,7 @@ def free_port() -> int:
 
 
 def bmv2(action: str, *args: str) -> None:
-    subprocess.run(
-        ["bash", str(ROOT / f"bmv2_env/{action}.sh"), *args],
-        check=True,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        env={**os.environ, **ENV.environ()},
-    )
+    ENV.script(action, *args)
 
 
 def bmv2_running() -> int | None:
