@@ -36,6 +36,7 @@ class Summary:
     stages_used: list[int]
     n_stages: int
     tables: dict[str, TableUse]
+    hash_bits: int = 0  # hash-unit output bits in use, summed over the stages
 
     @property
     def depth(self) -> int:
@@ -115,7 +116,10 @@ def parse_resources(path: Path) -> Summary:
                     use.stages.add(n)
                     setattr(use, attr, getattr(use, attr) + 1)
                     used.add(n)
-    return Summary(sorted(used), int(mau.get("nStages", STAGES)), dict(tables))
+    hash_bits = sum(
+        len(stage.get("hash_bits", {}).get("bits", [])) for stage in mau.get("mau_stages", [])
+    )
+    return Summary(sorted(used), int(mau.get("nStages", STAGES)), dict(tables), hash_bits)
 
 
 def summarize(out: Path, max_jobs: int | None = None) -> str:
@@ -152,6 +156,8 @@ def summarize(out: Path, max_jobs: int | None = None) -> str:
     lines += [
         f"| **total** | | {total.srams} | {total.tcams} | {total.map_rams} |"
         f" {total.stateful_alus} | |",
+        "",
+        f"Hash bits in use (all stages): {s.hash_bits}.",
         "",
     ]
     lines += _per_job(out, max_jobs)
