@@ -232,8 +232,8 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
         op_count.execute(meta.job_id);
     }
 
-    // Keyed on step - old step_min itself, not on t.later: that saves the stage that computes
-    // t.later. Zero is the same step, the top bit set an earlier one; anything else is later.
+    // Keyed on step - old step_min itself: zero is the same step, the top bit set an earlier one,
+    // anything else is later (an outpacing packet). No separate "later" flag, no stage for it.
     @hidden table op_stats {
         key = {
             t.rollover: exact;
@@ -359,25 +359,23 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
         }
     }
 
+    // Statements in the order the stages can run them: Tofino places the tables of one sequence
+    // in that sequence's order, so a table written early cannot wait for one written before it.
     apply {
         job_id_t job = meta.job_id;
+        // Stage A: the window, step_min and the derived constants need only the parameters.
         t.rollover = window.execute(job);
-        derive_params.apply();
-
         step_update.apply();
-        // Outpacing: serially later than the old step_min (sign of step - old step_min).
-        t.later = 0;
-        if (t.step_delta != 0 && t.step_delta[15:15] == 0) {
-            t.later = 1;
-        }
-
-        psn_rec_update.apply();
-
+        derive_params.apply();
+        packets.count(job);
+        // Stage A+1: the window's counters restart or count (rollover, step_delta).
         total_stats.apply();
         op_stats.apply();
         score_stats.apply();
+        // Stage A+2: psn_rec (needs p, one stage after the flow slot) and alpha (needs the
+        // closed window's score and count).
+        psn_rec_update.apply();
         alpha_update.apply();
         meta.alpha = t.alpha_m1 + 1;
-        packets.count(job);
     }
 }
