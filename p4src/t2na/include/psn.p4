@@ -69,7 +69,12 @@ control PsnTracker(in bth_h bth, inout symphony_meta_t meta, inout symphony_tofi
             meta.p_known = true;
             meta.p = 0;
         } else {
-            meta.p_known = t.flow_rv != 0;
+            // A gateway, not `p_known = flow_rv != 0`: bf-p4c 9.13.4 mis-sizes that comparison
+            // as a 32-bit ALU result in some PHV layouts (a compiler bug seen in fabric_demo.p4).
+            meta.p_known = false;
+            if (t.flow_rv != 0) {
+                meta.p_known = true;
+            }
             meta.p = bth.psn - t.flow_rv[23:0];
         }
     }
