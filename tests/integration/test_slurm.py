@@ -140,7 +140,7 @@ def test_controller_down_job_runs_untracked_and_release_is_retried(cluster):
 
 
 @pytest.mark.parametrize(
-    "nodelist", ["vm", "gpu[01-03,07],login1", "n[1-2]-ib,login", "a[8-11],b[001-002]"]
+    "nodelist", ["vm", "gpu[01-03,07],login1", "n[1-2],login", "a[8-11],b[001-002]"]
 )
 def test_node_list_expanded_as_scontrol_does(cluster, nodelist):
     slurm, _, _ = cluster
