@@ -161,7 +161,8 @@ def render(args: argparse.Namespace, reply: Any) -> str:
     elif isinstance(reply, pb.GetReply):
         out += render_job(reply.job)
         out.append(
-            f"  {'SWITCH':<12} {'STEP_MIN':>8} {'PSN_REC':>8} {'ALPHA':>5} "
+            f"  {'SWITCH':<12} {'STEP_MIN':>8} {'STEP_MAX':>8} {'OVERLAP':>7} {'PSN_REC':>8} "
+            f"{'ALPHA':>5} "
             f"{'WIN_PKTS':>8} {'WIN_AHEAD':>9} {'PACKETS':>9} {'MARKS':>7} {'Q_MARKS':>7}"
         )
         for s in reply.live:
@@ -169,7 +170,8 @@ def render(args: argparse.Namespace, reply: Any) -> str:
                 out.append(f"  {s.switch:<12} {s.error}")
                 continue
             out.append(
-                f"  {s.switch:<12} {s.step_min:>8} {s.psn_rec:>8} {s.alpha:>5} "
+                f"  {s.switch:<12} {s.step_min:>8} {s.step_max:>8} {s.step_overlap:>7} "
+                f"{s.psn_rec:>8} {s.alpha:>5} "
                 f"{s.window_packets:>8} {s.window_ahead_packets:>9} {s.packets:>9} {s.marks:>7} "
                 f"{s.queue_marks:>7}"
             )
