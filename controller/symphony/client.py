@@ -144,8 +144,8 @@ def _released(job: str | int) -> pb.JobReply:
     return pb.JobReply(job=pb.Job(name=str(job), state="released"))
 
 
-class Client:
-    """Blocking client; one channel, closed by `close` or the ``with`` block."""
+class _Base:
+    """What both clients share: credentials, timeouts, retries, the channel and its stub."""
 
     def __init__(
         self,
@@ -158,11 +158,21 @@ class Client:
         self.credentials = credentials or Credentials()
         self.timeout_s = timeout_s
         self.retry = retry
-        ch_creds = self.credentials.channel_credentials()
-        self._channel = (
-            grpc.secure_channel(target, ch_creds) if ch_creds else grpc.insecure_channel(target)
-        )
+        self._channel = self._open(target, self.credentials.channel_credentials())
         self._stub = pb_grpc.JobServiceStub(self._channel)
+
+    def _open(self, target: str, creds: grpc.ChannelCredentials | None) -> Any:
+        raise NotImplementedError
+
+    def _call_kw(self) -> dict[str, Any]:
+        return {"timeout": self.timeout_s, "metadata": self.credentials.metadata()}
+
+
+class Client(_Base):
+    """Blocking client; one channel, closed by `close` or the ``with`` block."""
+
+    def _open(self, target: str, creds: grpc.ChannelCredentials | None) -> grpc.Channel:
+        return grpc.secure_channel(target, creds) if creds else grpc.insecure_channel(target)
 
     def __enter__(self) -> Client:
         return self
@@ -176,7 +186,7 @@ class Client:
         self._channel.close()
 
     def _call(self, method: Callable[..., T], request: Any) -> T:
-        kw = {"timeout": self.timeout_s, "metadata": self.credentials.metadata()}
+        kw = self._call_kw()
         delays = iter(self.retry.delays())
         while True:
             try:
@@ -223,27 +233,13 @@ class Client:
         return list(self._call(self._stub.SwitchStatus, pb.SwitchStatusRequest()).switches)
 
 
-class AsyncClient:
+class AsyncClient(_Base):
     """The same API as `Client`, for asyncio code (one grpc.aio channel)."""
 
-    def __init__(
-        self,
-        target: str = DEFAULT_API,
-        credentials: Credentials | None = None,
-        *,
-        timeout_s: float = 30.0,
-        retry: Retry = Retry(),
-    ) -> None:
-        self.credentials = credentials or Credentials()
-        self.timeout_s = timeout_s
-        self.retry = retry
-        ch_creds = self.credentials.channel_credentials()
-        self._channel = (
-            grpc.aio.secure_channel(target, ch_creds)
-            if ch_creds
-            else grpc.aio.insecure_channel(target)
-        )
-        self._stub = pb_grpc.JobServiceStub(self._channel)
+    def _open(self, target: str, creds: grpc.ChannelCredentials | None) -> grpc.aio.Channel:
+        if creds:
+            return grpc.aio.secure_channel(target, creds)
+        return grpc.aio.insecure_channel(target)
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -257,7 +253,7 @@ class AsyncClient:
         await self._channel.close()
 
     async def _call(self, method: Callable[..., Any], request: Any) -> Any:
-        kw = {"timeout": self.timeout_s, "metadata": self.credentials.metadata()}
+        kw = self._call_kw()
         delays = iter(self.retry.delays())
         while True:
             try:
