@@ -67,7 +67,9 @@ class SymphonyCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         with self._lock:
             snap = self.snapshot
-        labels = ["job_id", "job", "switch"]
+        # "job_name", not "job": Prometheus gives every scraped series its scrape job in "job"
+        # (and would rename ours to "exported_job").
+        labels = ["job_id", "job_name", "switch"]
         families = {}
         for f, (name, doc, is_counter) in JOB_SERIES.items():
             cls = CounterMetricFamily if is_counter else GaugeMetricFamily

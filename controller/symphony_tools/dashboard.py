@@ -28,8 +28,8 @@ DS = DataSourceRef(type_val="prometheus", uid="${datasource}")
 # The step overlap above which the alert rule fires (deploy/prometheus/symphony-rules.yml).
 OVERLAP_ALERT = 4
 
-BY_JOB = "{{job}} ({{job_id}})"
-AT_SWITCH = "{{job}} @ {{switch}}"
+BY_JOB = "{{job_name}} ({{job_id}})"
+AT_SWITCH = "{{job_name}} @ {{switch}}"
 
 
 @dataclass(frozen=True)
@@ -83,19 +83,19 @@ ROWS: list[tuple[str, list[PanelSpec]]] = [
                 "none",
                 "step_max - step_min + 1 in the current window, the highest over the job's "
                 f"switches; the alert fires above {OVERLAP_ALERT}.",
-                (("max by (job_id, job) (symphony_job_step_overlap)", BY_JOB),),
+                (("max by (job_id, job_name) (symphony_job_step_overlap)", BY_JOB),),
             ),
             PanelSpec(
                 "Symphony marks / s",
                 "ops",
                 "ECN marks from Symphony's decision, over the job's switches.",
-                (("sum by (job_id, job) (rate(symphony_job_symphony_marks_total[1m]))", BY_JOB),),
+                (("sum by (job_id, job_name) (rate(symphony_job_symphony_marks_total[1m]))", BY_JOB),),
             ),
             PanelSpec(
                 "Queue-depth marks / s",
                 "ops",
                 "ECN marks from the queue-depth marker.",
-                (("sum by (job_id, job) (rate(symphony_job_queue_marks_total[1m]))", BY_JOB),),
+                (("sum by (job_id, job_name) (rate(symphony_job_queue_marks_total[1m]))", BY_JOB),),
             ),
             PanelSpec(
                 "Alpha",

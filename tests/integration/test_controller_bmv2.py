@@ -450,7 +450,7 @@ def test_overlap_gauge_tracks_a_two_step_misalignment_into_prometheus(setup, tmp
     rules = Path(__file__).resolve().parents[2] / "deploy/prometheus/symphony-rules.yml"
     prom = Prometheus(tmp_path, [ctl.metrics], [rules])
     try:
-        sel = f'job="overlap",job_id="{job_id}",switch="s1"'
+        sel = f'job_name="overlap",job_id="{job_id}",switch="s1"'
 
         def value(expr: str) -> float | None:
             got = prom.query(expr)
@@ -464,7 +464,7 @@ def test_overlap_gauge_tracks_a_two_step_misalignment_into_prometheus(setup, tmp
         assert value(f"symphony_job_symphony_marks_total{{{sel}}}") == 3
         assert value('symphony_jobs{state="active"}') >= 1
         assert value('symphony_switch_up{switch="s1"}') == 1
-        rec = f'symphony:job_step_overlap:max{{job="overlap",job_id="{job_id}"}}'
+        rec = f'symphony:job_step_overlap:max{{job_name="overlap",job_id="{job_id}"}}'
         assert wait_for("recording rule", lambda: value(rec)) == 3
         # Every dashboard query evaluates on the real server, and all but the read-error panel
         # (no errors: no series) have data.
