@@ -29,6 +29,7 @@ DS = DataSourceRef(type_val="prometheus", uid="${datasource}")
 OVERLAP_ALERT = 4
 
 BY_JOB = "{{job_name}} ({{job_id}})"
+PER_JOB = "sum by (job_id, job_name)"
 AT_SWITCH = "{{job_name}} @ {{switch}}"
 
 
@@ -89,13 +90,13 @@ ROWS: list[tuple[str, list[PanelSpec]]] = [
                 "Symphony marks / s",
                 "ops",
                 "ECN marks from Symphony's decision, over the job's switches.",
-                (("sum by (job_id, job_name) (rate(symphony_job_symphony_marks_total[1m]))", BY_JOB),),
+                ((f"{PER_JOB} (rate(symphony_job_symphony_marks_total[1m]))", BY_JOB),),
             ),
             PanelSpec(
                 "Queue-depth marks / s",
                 "ops",
                 "ECN marks from the queue-depth marker.",
-                (("sum by (job_id, job_name) (rate(symphony_job_queue_marks_total[1m]))", BY_JOB),),
+                ((f"{PER_JOB} (rate(symphony_job_queue_marks_total[1m]))", BY_JOB),),
             ),
             PanelSpec(
                 "Alpha",
