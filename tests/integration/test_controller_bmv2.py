@@ -444,8 +444,12 @@ def test_overlap_gauge_tracks_a_two_step_misalignment_into_prometheus(setup, tmp
     assert masked(live) == want
     assert (live["step_min"], live["step_max"], live["step_overlap"]) == (5, 7, 3)
     assert live["marks"] == want["marks"] == 3  # B's MIDDLEs; its FIRST has p = 0
-    show = ctl.run_ctl("job", "show", "overlap").stdout  # --json is in run_ctl
-    print(f"symphonyctl job show overlap (switch vs model {want}):\n{show}")
+    show = subprocess.run(
+        [sys.executable, "-m", "symphony.cli", "--api", ctl.api, "job", "show", "overlap"],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    assert "OVERLAP" in show
+    print(f"golden model: {want}\nsymphonyctl job show overlap:\n{show}")
 
     rules = Path(__file__).resolve().parents[2] / "deploy/prometheus/symphony-rules.yml"
     prom = Prometheus(tmp_path, [ctl.metrics], [rules])
@@ -474,7 +478,8 @@ def test_overlap_gauge_tracks_a_two_step_misalignment_into_prometheus(setup, tmp
                 f"dashboard panel {title!r}: {expr}",
                 lambda e=expr, t=title: prom.query(e) or (t == "Telemetry read errors" or None),
             )
-            print(f"dashboard {title!r}: {expr} -> {got if got is True else len(got)} series")
+            n = "no series (no read errors)" if got is True else f"{len(got)} series"
+            print(f"dashboard {title!r}: {expr} -> {n}")
     finally:
         prom.stop()
         ctl.ctl("job", "release", "overlap")
