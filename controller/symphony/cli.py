@@ -6,7 +6,7 @@
     symphonyctl job list [--all]
     symphonyctl job show JOB           # live state read from each switch
     symphonyctl switch status
-    symphonyctl params set [--job JOB] k=0.02 tau=0.3 ...
+    symphonyctl params set [--job JOB] k=0.02 tau=0.375 ...
 
 Every command takes --json for machine-readable output. The API address comes from --api or
 $SYMPHONY_API (default 127.0.0.1:50051); a token from --token-file or $SYMPHONY_TOKEN_FILE.

@@ -1,7 +1,9 @@
-"""`make tofino2`: compile the t2na program with p4c's open-source Tofino backend.
+"""`make tofino2`: compile the t2na programs with p4c's open-source Tofino backend.
 
 Writes the compiler output (tofino2.bin, context.json, bfrt.json), the P4Info and the resource
 logs under build/tofino2/, then the resource summary (symphony_tools.tofino_resources) next to them.
+`--program fabric_demo` compiles the coexistence program (Symphony beside L2, routing with ECMP
+and an ACL) instead, by default into build/tofino2-fabric_demo/.
 `--check-toolchain` only says whether the backend is installed (exit 0) or what is missing.
 """
 
@@ -19,7 +21,7 @@ from symphony.sizes import MAX_JOBS
 from symphony_tools import tofino_resources
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository (controller/symphony_tools/)
-SOURCE = ROOT / "p4src" / "t2na" / "symphony.p4"
+PROGRAMS = ("symphony", "fabric_demo")  # p4src/t2na/<name>.p4
 EXTRA_PATH = "/opt/p4/bin"
 
 
@@ -39,7 +41,7 @@ def missing_toolchain() -> str | None:
     return None
 
 
-def compile_tofino2(out: Path, max_jobs: int | None = None) -> Path:
+def compile_tofino2(out: Path, max_jobs: int | None = None, program: str = "symphony") -> Path:
     out.mkdir(parents=True, exist_ok=True)
     cmd = [
         "p4c",
@@ -55,7 +57,7 @@ def compile_tofino2(out: Path, max_jobs: int | None = None) -> Path:
         "--p4runtime-force-std-externs",
         "--p4runtime-files", str(out / "symphony.p4info.txtpb"),
         "-o", str(out),
-        str(SOURCE),
+        str(ROOT / "p4src" / "t2na" / f"{program}.p4"),
     ]  # fmt: skip
     if max_jobs is not None:
         cmd[1:1] = [f"-DMAX_JOBS={max_jobs}"]
@@ -98,7 +100,8 @@ def compiler_warnings(log: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "build" / "tofino2")
+    parser.add_argument("--program", choices=PROGRAMS, default="symphony")
+    parser.add_argument("--out", type=Path, help="default: build/tofino2[-<program>]")
     parser.add_argument("--max-jobs", type=int, default=None, help="override MAX_JOBS")
     parser.add_argument("--check-toolchain", action="store_true")
     args = parser.parse_args(argv)
@@ -110,9 +113,12 @@ def main(argv: list[str] | None = None) -> None:
         return
     if missing:
         raise SystemExit(f"make tofino2: {missing}")
-    compile_tofino2(args.out, args.max_jobs)
-    report = tofino_resources.summarize(args.out, args.max_jobs or MAX_JOBS)
-    (args.out / "resources.md").write_text(report)
+    out = args.out or ROOT / "build" / (
+        "tofino2" if args.program == "symphony" else f"tofino2-{args.program}"
+    )
+    compile_tofino2(out, args.max_jobs, args.program)
+    report = tofino_resources.summarize(out, args.max_jobs or MAX_JOBS)
+    (out / "resources.md").write_text(report)
     print(report)
 
 

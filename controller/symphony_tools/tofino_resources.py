@@ -42,6 +42,23 @@ class Summary:
         """Stages the pipeline runs through: the last used stage + 1 (gaps still count)."""
         return max(self.stages_used) + 1 if self.stages_used else 0
 
+    def part_stages(self) -> dict[str, list[int]]:
+        """The stages holding Symphony's tables and those holding the rest of the program."""
+        parts: dict[str, set[int]] = {"symphony": set(), "program": set()}
+        for name, use in self.tables.items():
+            parts[part_of(name)] |= use.stages
+        return {part: sorted(stages) for part, stages in parts.items()}
+
+
+def part_of(table: str) -> str:
+    """ "symphony" for the library's tables: its absolute P4Runtime names (SymphonyIngress.*,
+    SymphonyEgress.*) and the compiler's helper tables inside the library controls (the
+    programs instantiate them as `symphony`); "program" for the rest, our tops' `forward`
+    included."""
+    if ".forward." in table:
+        return "program"
+    return "symphony" if "symphony" in table.lower() else "program"
+
 
 @dataclass(frozen=True)
 class PerIndexArray:
@@ -109,9 +126,13 @@ def summarize(out: Path, max_jobs: int | None = None) -> str:
         return "\n".join([*lines, "No resources.json found: compile with `-g --verbose 2`."]) + "\n"
     s = parse_resources(res)
     stage_list = ", ".join(map(str, s.stages_used))
+    parts = s.part_stages()
     lines += [
         f"Pipeline depth: **{s.depth} of {s.n_stages} stages**; stages holding tables: "
         f"{len(s.stages_used)} ({stage_list})",
+        "",
+        f"Symphony's tables: stages {_span(parts['symphony'])}; the program's own tables: "
+        f"stages {_span(parts['program'])}.",
         "",
         "| table / register | stages | SRAM | TCAM | map RAM | stateful ALU | gateway |",
         "| --- | --- | --- | --- | --- | --- | --- |",
@@ -135,6 +156,12 @@ def summarize(out: Path, max_jobs: int | None = None) -> str:
     ]
     lines += _per_job(out, max_jobs)
     return "\n".join(lines) + "\n"
+
+
+def _span(stages: list[int]) -> str:
+    if not stages:
+        return "none"
+    return f"{min(stages)}-{max(stages)} ({len(stages)} stages hold tables)"
 
 
 def _per_job(out: Path, max_jobs: int | None) -> list[str]:

@@ -30,7 +30,9 @@ from symphony.sizes import BMV2_TICK_NS, QUEUE_DEPTH_LIMIT
 
 PsnMode = Literal["relative", "absolute"]
 
-T_WIN_MAX_TICKS = (1 << 32) - 1
+# The window test is unsigned on bmv2 and made of two serial tests on Tofino2 (p4src/t2na/
+# include/job_state.p4); both agree exactly below 2^31 ticks (36 minutes at 1.024 us).
+T_WIN_MAX_TICKS = (1 << 31) - 1
 N_WARMUP_MAX = ar.PSN_MASK
 N_SAMPLE_MAX = (1 << 32) - 1
 
@@ -59,10 +61,22 @@ class JobParams:
             raise ValueError(f"k: must be 0 or in [2^-16, 256), got {self.k!r}")
         if not 0.0 <= self.tau <= 1.0:
             raise ValueError(f"tau: must be in [0, 1], got {self.tau!r}")
+        # The switch compares in 1/256ths (eq. 5 without division); rounding silently would make
+        # alpha differ from the rule the operator asked for.
+        q8 = self.tau * ar.TAU_ONE
+        if abs(q8 - round(q8)) > 1e-9:
+            lo, hi = math.floor(q8), math.ceil(q8)
+            raise ValueError(
+                f"tau: must be a multiple of 1/256 (the switch's precision), got {self.tau!r};"
+                f" nearest: {lo / ar.TAU_ONE!r} or {hi / ar.TAU_ONE!r}"
+            )
         if math.isnan(self.t_win_us) or self.t_win_us < 0.0:
             raise ValueError(f"t_win_us: must be >= 0, got {self.t_win_us!r}")
         if round(self.t_win_us * 1000 / tick_ns) > T_WIN_MAX_TICKS:
-            raise ValueError(f"t_win_us: {self.t_win_us!r} exceeds the 32-bit window timer")
+            raise ValueError(
+                f"t_win_us: {self.t_win_us!r} exceeds the window timer's range"
+                f" ({T_WIN_MAX_TICKS} ticks of {tick_ns} ns)"
+            )
         if not isinstance(self.n_warmup, int) or not 0 <= self.n_warmup <= N_WARMUP_MAX:
             raise ValueError(f"n_warmup: must be an integer in [0, 2^24), got {self.n_warmup!r}")
         if not isinstance(self.n_sample, int) or not 0 <= self.n_sample <= N_SAMPLE_MAX:

@@ -216,7 +216,7 @@ class Pipeline:
         score = self.tau_scores.get(job, 0)
 
         # 1. Window rollover.
-        if ar.window_closes(now, st.win_start, prm["t_win"], serial=tofino):
+        if ar.window_closes(now, st.win_start, prm["t_win"], split=tofino):
             if st.window_packets >= prm["n_sample"]:
                 if tofino:
                     raises = score >= 0
