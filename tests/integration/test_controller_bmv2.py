@@ -423,7 +423,7 @@ def test_overlap_gauge_tracks_a_two_step_misalignment_into_prometheus(setup, tmp
     ctl = setup
     # No window closes during the test; k = 255 marks every outpacing packet past the warm-up
     # (P = 1), so the switch's marks are exact too.
-    prm = JobParams(t_win_us=3_600_000_000.0, k=255.0, n_warmup=2, n_sample=4)
+    prm = JobParams(t_win_us=2_000_000_000.0, k=255.0, n_warmup=2, n_sample=4)
     args = [f"--param={k}={v}" for k, v in (("t_win_us", prm.t_win_us), ("k", prm.k),
             ("n_warmup", prm.n_warmup), ("n_sample", prm.n_sample))]  # fmt: skip
     r = ctl.ctl("job", "allocate", "--name", "overlap", "--mode", "tag", "--switch", "s1", *args)
