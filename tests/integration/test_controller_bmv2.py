@@ -470,6 +470,8 @@ def test_overlap_gauge_tracks_a_two_step_misalignment_into_prometheus(setup, tmp
         assert value('symphony_switch_up{switch="s1"}') == 1
         rec = f'symphony:job_step_overlap:max{{job_name="overlap",job_id="{job_id}"}}'
         assert wait_for("recording rule", lambda: value(rec)) == 3
+        print(f"prometheus: {rec} = 3, symphony_job_step_overlap{{{sel}}} = 3, step_max 7, "
+              "step_min 5, symphony_job_symphony_marks_total 3")  # fmt: skip
         # Every dashboard query evaluates on the real server, and all but the read-error panel
         # (no errors: no series) have data.
         board = json.loads(dashboard.OUT.read_text())

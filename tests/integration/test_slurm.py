@@ -111,6 +111,7 @@ def test_srun_job_sees_its_job_id_and_loses_it_after(cluster):
         (job,) = [j for j in c.list(include_released=True) if j.name == f"slurm-{slurm_id}"]
     assert str(job.job_id) == job_id
     wait_for("srun job released", lambda: f"slurm-{slurm_id}" not in active(ctl) or None)
+    print(f"srun job {slurm_id}: SYMPHONY_JOB_ID={job_id} in the task, released after")
 
 
 def test_controller_down_job_runs_untracked_and_release_is_retried(cluster):
@@ -137,6 +138,7 @@ def test_controller_down_job_runs_untracked_and_release_is_retried(cluster):
     assert out.stdout.strip() != "none"
     assert name not in active(ctl)
     assert not (pending / name).exists()
+    print(f"controller down: job ran untracked; {name}'s release was pending, then sent")
 
 
 @pytest.mark.parametrize(
