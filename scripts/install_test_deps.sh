@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The Debian packages the operator-side integration tests run for real (tests/integration/
 # test_slurm.py, tests/test_deploy_prometheus.py, the Prometheus part of test_controller_bmv2.py):
-# Slurm (slurm-wlm), munge, Prometheus (with promtool). Idempotent: installs only what is
+# Slurm (slurm-wlm), munge, Prometheus (with promtool), and openssl for the client's mTLS test
+# certificates (tests/test_client.py). Idempotent: installs only what is
 # missing. The tests start and stop the daemons themselves; this script makes sure none of the
 # packages' own services is started here (policy-rc.d), so nothing is left running.
 set -euo pipefail
 export PATH="$PATH:/usr/sbin:/sbin"
 declare -A pkg_of=(
   [slurmctld]=slurm-wlm [slurmd]=slurm-wlm [sbatch]=slurm-wlm
-  [munged]=munge [prometheus]=prometheus [promtool]=prometheus
+  [munged]=munge [prometheus]=prometheus [promtool]=prometheus [openssl]=openssl
 )
 missing=()
 for bin in "${!pkg_of[@]}"; do
