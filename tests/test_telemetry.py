@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from dataclasses import asdict
 from types import SimpleNamespace
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -51,7 +50,7 @@ def test_metrics_have_per_job_per_switch_series():
     gone = SimpleNamespace(job_id=8, name="old", switches=("s1",), state="releasing")
     mgr = FakeManager(
         {
-            "s1": FakeSession({7: JobState(step_min=3, alpha=2, packets=40, marks=4)}),
+            "s1": FakeSession({7: JobState(step_min=3, step_max=5, alpha=2, packets=40, marks=4)}),
             "s2": FakeSession({}, fail=True),
             "s3": FakeSession({}, ready=False),
         },
@@ -60,15 +59,17 @@ def test_metrics_have_per_job_per_switch_series():
     col = telemetry.SymphonyCollector(mgr)
     asyncio.run(telemetry.poll_once(mgr, col, {}))
     text = col.exposition().decode()
-    assert 'symphony_job_step_min{job="resnet",job_id="7",switch="s1"} 3.0' in text
-    assert 'symphony_job_alpha{job="resnet",job_id="7",switch="s1"} 2.0' in text
-    assert 'symphony_job_packets_total{job="resnet",job_id="7",switch="s1"} 40.0' in text
-    assert 'symphony_job_symphony_marks_total{job="resnet",job_id="7",switch="s1"} 4.0' in text
+    assert 'symphony_job_step_min{job_id="7",job_name="resnet",switch="s1"} 3.0' in text
+    assert 'symphony_job_alpha{job_id="7",job_name="resnet",switch="s1"} 2.0' in text
+    assert 'symphony_job_step_max{job_id="7",job_name="resnet",switch="s1"} 5.0' in text
+    assert 'symphony_job_step_overlap{job_id="7",job_name="resnet",switch="s1"} 3.0' in text
+    assert 'symphony_job_packets_total{job_id="7",job_name="resnet",switch="s1"} 40.0' in text
+    assert 'symphony_job_symphony_marks_total{job_id="7",job_name="resnet",switch="s1"} 4.0' in text
     assert 'switch="s2"}' not in text.split("symphony_telemetry_read_errors")[0]
     assert 'symphony_telemetry_read_errors_total{switch="s2"} 1.0' in text
     assert 'symphony_switch_up{switch="s1"} 1.0' in text
     assert 'symphony_switch_up{switch="s3"} 0.0' in text
-    assert 'job="old"' not in text  # only active jobs have series
+    assert 'job_name="old"' not in text  # only active jobs have series
     assert 'symphony_jobs{state="active"} 2.0' in text
     assert 'symphony_switch_updates_total{switch="s1"} 5.0' in text
 
@@ -77,7 +78,7 @@ def test_rendered_job_series_are_what_prometheus_client_writes():
     """render_jobs (once per sweep) writes byte for byte what prometheus_client's families would,
     for values small, large and fractional."""
     jobs = {
-        (7, "resnet", "s1"): JobState(step_min=3, alpha=2, packets=40, marks=4),
+        (7, "resnet", "s1"): JobState(step_min=3, step_max=6, alpha=2, packets=40, marks=4),
         (12, "bert.v2", "s2"): JobState(psn_rec=1 << 23, window_packets=123_456_789, alpha=1),
         (9, "a-b_c", "s1"): JobState(),
     }
@@ -86,9 +87,9 @@ def test_rendered_job_series_are_what_prometheus_client_writes():
         def collect(self):
             for f, (name, doc, is_counter) in telemetry.JOB_SERIES.items():
                 cls = CounterMetricFamily if is_counter else GaugeMetricFamily
-                fam = cls(name, doc, labels=["job_id", "job", "switch"])
+                fam = cls(name, doc, labels=["job_id", "job_name", "switch"])
                 for (job_id, job, sw), st in sorted(jobs.items()):
-                    fam.add_metric([str(job_id), job, sw], asdict(st)[f])
+                    fam.add_metric([str(job_id), job, sw], getattr(st, f))
                 yield fam
 
     reg = CollectorRegistry()

@@ -35,10 +35,16 @@ from symphony.model.pipeline import JobState
 
 LOG = logging.getLogger(__name__)
 
-# JobState field -> (metric name, help, is a counter)
+# JobState field (or property) -> (metric name, help, is a counter)
 JOB_SERIES: dict[str, tuple[str, str, bool]] = {
     "step_min": ("symphony_job_step_min", "Slowest step seen in the job (step_min).", False),
     "psn_rec": ("symphony_job_psn_rec", "Progress of the slowest step (psn_rec).", False),
+    "step_max": ("symphony_job_step_max", "Highest step seen in the current window.", False),
+    "step_overlap": (
+        "symphony_job_step_overlap",
+        "Steps in flight: step_max - step_min + 1 in the current window (0: all completed).",
+        False,
+    ),
     "alpha": ("symphony_job_alpha", "Marking aggressiveness alpha.", False),
     "window_packets": ("symphony_job_window_packets", "Packets in the current window.", False),
     "window_ahead_packets": (
@@ -176,8 +182,10 @@ async def render_jobs(jobs: Mapping[tuple[int, str, str], JobState]) -> bytes:
     """The per-job series in the Prometheus text format, as prometheus_client writes them
     (sorted label names, Go float formatting, ``_total`` for counters)."""
     keys = sorted(jobs)
+    # "job_name", not "job": Prometheus gives every scraped series its scrape job in "job"
+    # (and would rename ours to "exported_job").
     labels = [
-        f'{{job="{_escape(job)}",job_id="{job_id}",switch="{_escape(sw)}"}} '
+        f'{{job_id="{job_id}",job_name="{_escape(job)}",switch="{_escape(sw)}"}} '
         for job_id, job, sw in keys
     ]
     states = [jobs[k] for k in keys]
