@@ -83,7 +83,7 @@ def pct(xs: list[float], q: float) -> float:
 
 
 class Daemon:
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, telemetry_s: float) -> None:
         self.tmp = tmp
         self.api = f"127.0.0.1:{free_port()}"
         self.metrics = f"127.0.0.1:{free_port()}"
@@ -94,7 +94,7 @@ class Daemon:
                 p4info=P4INFO,
                 bmv2_json=BMV2_JSON,
                 ports=2,
-                controller="reconcile_interval_s = 600\ntelemetry_interval_s = 2\n"
+                controller=f"reconcile_interval_s = 600\ntelemetry_interval_s = {telemetry_s}\n"
                 "install_timeout_s = 30",
             )
         )
@@ -205,7 +205,7 @@ def run_point(n: int, args: argparse.Namespace, seq: bool) -> Point:
     tmp = Path(tempfile.mkdtemp(prefix=f"symphony-bench-{n}-"))
     bmv2("stop", "--keep-ports")
     bmv2("start")
-    d = Daemon(tmp)
+    d = Daemon(tmp, args.telemetry_interval)
     try:
         p.preload_s = preload(tmp / "jobs.db", n)
         p.cold_start_s = d.start(n)
@@ -264,6 +264,9 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--full", type=int, default=16383, help="jobs for cold start/restart (0: skip)")
     ap.add_argument("--out", type=Path, default=ROOT / "build/bench")
+    ap.add_argument(
+        "--telemetry-interval", type=float, default=2.0, help="the daemon's sweep period (s)"
+    )
     args = ap.parse_args()
     if (ENV.run_dir / "switch.pid").exists():
         raise SystemExit(f"a bmv2 may be running in {ENV.run_dir}: use another SYMPHONY_RUN_DIR")
