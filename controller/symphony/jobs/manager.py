@@ -126,7 +126,8 @@ class JobManager:
 
     def find(self, ref: int | str) -> Job:
         """A live job by Job_ID or by name."""
-        if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
+        # ASCII digits only: str.isdigit() is also true for "²", which int() refuses.
+        if isinstance(ref, int) or (isinstance(ref, str) and ref.isascii() and ref.isdigit()):
             job_id = v.job_id(int(ref))
             job = self.store.get(job_id)
         else:
