@@ -198,6 +198,13 @@ def parse(raw: Mapping[str, Any], base_dir: Path = Path(".")) -> Config:
     metrics = r.table("metrics")
     metrics.only_keys("listen")
     metrics_listen = metrics.address("listen", "127.0.0.1:9464")
+    # /metrics names every job: off loopback it asks for the API token (telemetry.serve).
+    if not is_loopback_host(split_host_port(metrics_listen)[0]) and api.token_file is None:
+        raise ConfigError(
+            "metrics.listen",
+            f"{metrics_listen} is not a loopback address: set api.token_file (then /metrics asks"
+            " for the same bearer token) to listen there",
+        )
     backoff_initial = ctl.number("backoff_initial_s", 0.1, lo=0.001, hi=60)
     return Config(
         database=database,

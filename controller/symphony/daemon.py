@@ -59,6 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 async def run(cfg: Config, stop: asyncio.Event | None = None) -> None:
     from symphony import telemetry
+    from symphony.api import auth as api_auth
     from symphony.api import server as api_server
     from symphony.jobs.manager import JobManager
     from symphony.jobs.store import JobStore
@@ -75,7 +76,8 @@ async def run(cfg: Config, stop: asyncio.Event | None = None) -> None:
     for sw in cfg.switches:
         manager.sessions[sw.name] = SwitchSession(sw, cfg, manager)
     collector = telemetry.SymphonyCollector(manager)
-    metrics = telemetry.serve(collector, cfg.metrics_listen)
+    token = api_auth.read_token(cfg.api.token_file) if cfg.api.token_file else None
+    metrics = telemetry.serve(collector, cfg.metrics_listen, token)
     grpc_server = await api_server.start(manager, cfg.api)
     tasks = [asyncio.create_task(s.run(), name=f"session:{n}") for n, s in manager.sessions.items()]
     tasks.append(
