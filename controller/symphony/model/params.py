@@ -39,7 +39,8 @@ class JobParams:
             raise ValueError(f"tau: must be in [0, 1], got {self.tau!r}")
         if math.isnan(self.t_win_us) or self.t_win_us < 0.0:
             raise ValueError(f"t_win_us: must be >= 0, got {self.t_win_us!r}")
-        if round(self.t_win_us * 1000 / tick_ns) > T_WIN_MAX_TICKS:
+        ticks = self.t_win_us * 1000 / tick_ns  # inf for a huge finite t_win_us: round() raises
+        if not math.isfinite(ticks) or round(ticks) > T_WIN_MAX_TICKS:
             raise ValueError(f"t_win_us: {self.t_win_us!r} exceeds the 32-bit window timer")
         if not isinstance(self.n_warmup, int) or not 0 <= self.n_warmup <= N_WARMUP_MAX:
             raise ValueError(f"n_warmup: must be an integer in [0, 2^24), got {self.n_warmup!r}")
