@@ -114,10 +114,13 @@ class JobStore:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield self._db
+            self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            # A failed COMMIT (disk full, I/O error) can leave the transaction open: roll it back
+            # so that the connection is usable again and nothing of it is kept.
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
             raise
-        self._db.execute("COMMIT")
 
     # ---- reads -------------------------------------------------------------------------------
 
