@@ -89,13 +89,15 @@ class PacketFuzzAgainstModel(SymphonyTest):
         mismatches: list[str] = []
         kinds: Counter[str] = Counter()
         invisible: Counter[int] = Counter()  # coin marks the output cannot show, per job
-        forwarded = 0
+        forwarded = tracked = coin = 0
         start = time.monotonic()
         for first, batch in batches(plan.frames):
             expected: dict[int, list[tuple[int, bytes, Outcome]]] = {}
             for i, (in_port, kind, frame) in enumerate(batch, start=first):
                 kinds[kind] += 1
                 out = model.handle(frame, in_port, now=0)
+                tracked += out.decision.tracked
+                coin += out.decision.tracked and out.decision.mark is None
                 if out.port is not None:
                     expected.setdefault(out.port, []).append((i, frame, out))
                 self.dataplane.send(0, in_port, frame)
@@ -125,7 +127,8 @@ class PacketFuzzAgainstModel(SymphonyTest):
         mismatches += [f"late frame on port {p}: {f[0].hex()}" for p, f in extra.items()]
         print(
             f"\nfuzz seed {SEED}: {len(plan.frames)} frames ({forwarded} forwarded) in "
-            f"{elapsed:.1f} s = {len(plan.frames) / elapsed:.0f} frames/s; "
+            f"{elapsed:.1f} s = {len(plan.frames) / elapsed:.0f} frames/s; {tracked} tracked "
+            f"({coin} decided by the coin); "
             f"{len(mismatches)} mismatches; kinds {dict(sorted(kinds.items()))}"
         )
         state = self._state_differences(plan, invisible)
