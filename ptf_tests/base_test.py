@@ -35,7 +35,7 @@ from symphony.model.pipeline import (
     Pipeline,
 )
 from symphony.model.tables import TableEntrySpec
-from symphony.packets import parsed_view
+from symphony.packets import ip_to_int, parsed_view
 from symphony.switch import desired, testbed
 from symphony.switch.blocking import BlockingSwitch
 from symphony.switch.thrift_registers import Bmv2Thrift
@@ -131,6 +131,12 @@ class SymphonyTest(BaseTest):
         self.model.install_job(job_id, prm, tag=tag, hosts=hosts)
         self._params[job_id] = params
         return prm
+
+    def install_plans(self, plans) -> None:
+        """Every job of a generated sequence (sequences.JobPlan), tag or hosts mode."""
+        for plan in plans:
+            hosts = tuple(ip_to_int(h) for h in plan.hosts)
+            self.install_job(plan.job_id, plan.params, tag=plan.tag, hosts=hosts)
 
     def set_params(self, job_id: int, params: JobParams) -> None:
         """Change a job's parameters in place (modify), on the switch and in the model."""

@@ -26,7 +26,6 @@ import finsy as fy
 from base_test import SymphonyTest
 from fuzz_frames import generate
 
-from symphony import packets as rp
 from symphony.model.frames import Outcome, SwitchModel
 from symphony.model.pipeline import COUNTERS, FLOW_REGISTER, REGISTERS
 from symphony.switch import testbed
@@ -77,13 +76,7 @@ def only_ecn_changed(sent: bytes, got: bytes) -> bool:
 class PacketFuzzAgainstModel(SymphonyTest):
     def runTest(self) -> None:
         plan = generate(SEED, PACKETS)
-        for job in plan.jobs:
-            self.install_job(
-                job.job_id,
-                job.params,
-                tag=job.tag,
-                hosts=tuple(rp.ip_to_int(h) for h in job.hosts),
-            )
+        self.install_plans(plan.jobs)
         routes, port_map = forwarding_rules()
         model = SwitchModel(self.model, routes, port_map)
         mismatches: list[str] = []
