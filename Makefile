@@ -24,7 +24,8 @@ help:
 	@echo "make test      everything: lint, unit tests, Tofino2 compile and the bmv2/PTF suite"
 	@echo "make ptf       only the PTF suite on bmv2 (builds and starts bmv2 itself)"
 	@echo "make fuzz      $(FUZZ_PACKETS) fuzzed frames through bmv2 and the model (frames/s), API fuzzing"
-	@echo "make tofino2   compile for Tofino2 (t2na) -> $(BUILD)/tofino2/, with a resource report"
+	@echo "make tofino2   compile for Tofino2 (t2na) -> $(BUILD)/tofino2/ and the coexistence program"
+	@echo "               (fabric_demo.p4) -> $(BUILD)/tofino2-fabric_demo/, each with a resource report"
 	@echo "make bench     bmv2 packet-rate ratio and controller install latency"
 	@echo "make experiment closed loop on bmv2 (DCQCN hosts, Fig. 9 and a ring) -> $(BUILD)/experiments/"
 	@echo "make evaluation  fabric simulator: every scenario, CSV + PNG -> $(BUILD)/evaluation/"
@@ -79,7 +80,8 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 
 tofino2: setup
-	$(PY) -m symphony.tofino.build --out $(BUILD)/tofino2
+	$(PY) -m symphony_tools.tofino_build --out $(BUILD)/tofino2
+	$(PY) -m symphony_tools.tofino_build --program fabric_demo --out $(BUILD)/tofino2-fabric_demo
 
 bench: setup build
 	scripts/run_bench.sh

@@ -22,10 +22,12 @@ from pathlib import Path
 
 from symphony import packets as rp
 from symphony.model.params import JobParams
-from symphony.model.pipeline import COUNTERS, FLOW_REGISTER, REGISTERS
-from symphony.switch import desired, testbed
-from symphony.switch.blocking import BlockingSwitch
+from symphony.p4names import FLOW_BASE, JOB_COUNTERS, JOB_REGISTERS
+from symphony.sizes import BMV2_TICK_NS
+from symphony.switch import desired
 from symphony.switch.thrift_registers import Bmv2Thrift
+from symphony_tools import testbed
+from symphony_tools.blocking import BlockingSwitch
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB = 1
@@ -109,23 +111,23 @@ def main() -> None:
     sw.write(testbed.base_entries())
     # Absolute PSNs: every packet has a known p, so the whole marking path runs.
     params = JobParams(k=0.05, n_warmup=4, n_sample=32, psn_mode="absolute").to_action_params(
-        testbed.BMV2_TICK_NS
+        BMV2_TICK_NS
     )
     job = desired.entries_for(JOB, params)
     frames = workload(args.packets)
     rates: dict[str, list[float]] = {"on": [], "off": []}
     for r in range(args.rounds):
         for mode in ("on", "off") if r % 2 == 0 else ("off", "on"):
-            for name in [*REGISTERS.values(), FLOW_REGISTER]:
+            for name in [*JOB_REGISTERS.values(), FLOW_BASE]:
                 thrift.register_reset(name)
-            for name in COUNTERS.values():
+            for name in JOB_COUNTERS.values():
                 thrift.counter_reset(name)
             if mode == "on":
                 sw.write(job)
             got, secs = measure(frames, env.host_if(0), env.host_if(1))
             if mode == "on":
-                seen = thrift.counter_read(COUNTERS["packets"], JOB)[1]
-                marks = thrift.counter_read(COUNTERS["marks"], JOB)[1]
+                seen = thrift.counter_read(JOB_COUNTERS["packets"], JOB)[1]
+                marks = thrift.counter_read(JOB_COUNTERS["marks"], JOB)[1]
                 sw.write(list(reversed(job)), kind="delete")
                 assert seen >= got, "tracked fewer packets than were forwarded"
                 note = f"tracked {seen}, Symphony marks {marks}"

@@ -32,7 +32,7 @@ import grpc
 
 from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
-from symphony.switch.testbed import Bmv2Env
+from symphony_tools.testbed import Bmv2Env
 
 ROOT = Path(__file__).resolve().parents[1]
 P4INFO = ROOT / "build/bmv2/symphony.p4info.txtpb"
@@ -51,8 +51,8 @@ async def lut_install_seconds() -> tuple[float, int]:
     import finsy
 
     from symphony.model.tables import lut_entries
+    from symphony.sizes import WRITE_BATCH
     from symphony.switch import entries
-    from symphony.switch.session import WRITE_BATCH
 
     opts = finsy.SwitchOptions(
         p4info=P4INFO, p4blob=BMV2_JSON, device_id=ENV.device_id, p4force=True

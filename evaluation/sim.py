@@ -21,8 +21,9 @@ from symphony.model import arithmetic as ar
 from symphony.model.params import JobParams, QueueParams
 from symphony.model.pipeline import Pipeline, RocePacket, ecn_out
 from symphony.model.tables import queue_mark_threshold
+from symphony.sizes import BMV2_TICK_NS
 
-TICK_NS = 1000
+TICK_NS = BMV2_TICK_NS  # the golden model runs on bmv2 ticks here
 NOT_ECT, ECT0, CE = 0b00, 0b10, 0b11
 # Background traffic: a non-RoCE-data opcode (UD SEND_ONLY), no tag and no source entry, so
 # the pipeline never tracks it; Non-ECT because it is not congestion controlled.

@@ -48,7 +48,7 @@ def _params(rng: random.Random) -> JobParams:
     return JobParams(
         k=rng.choice([0.0, 0.01, 0.3, 2.0, 255.0]),
         tau=rng.choice([0.0, 0.25, 0.5, 1.0]),
-        t_win_us=3_600_000_000.0,
+        t_win_us=2_000_000_000.0,
         n_warmup=rng.choice([0, 2, 5]),
         n_sample=rng.choice([1, 4, 10]),
         alpha_max=rng.choice([1, 3, 8]),

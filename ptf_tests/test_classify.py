@@ -10,7 +10,7 @@ class TagModeTracksTaggedPackets(SymphonyTest):
         for job in (1, 300, 8191):  # 8191: the largest 13-bit tag, both reserved fields full
             self.install_job(job, tag=True)
             self.roce(rp.rocev2(opcode=rp.WRITE_FIRST, tag=job, step=4, src="10.0.0.40"))
-            self.assertEqual(self.assert_state(job).cnt_total, 1)
+            self.assertEqual(self.assert_state(job).window_packets, 1)
 
 
 class HostsModeTracksBySource(SymphonyTest):
@@ -22,7 +22,7 @@ class HostsModeTracksBySource(SymphonyTest):
         self.roce(rp.rocev2(opcode=rp.WRITE_FIRST, tag=0, step=5, src="10.0.0.8", dqpn=3))
         self.roce(rp.rocev2(opcode=rp.WRITE_FIRST, tag=0, step=9, src="10.0.0.9"))  # not a host
         st = self.assert_state(job)
-        self.assertEqual((st.cnt_total, st.step_min), (2, 3))
+        self.assertEqual((st.window_packets, st.step_min), (2, 3))
 
 
 class TagIsLookedUpBeforeSource(SymphonyTest):
@@ -31,5 +31,5 @@ class TagIsLookedUpBeforeSource(SymphonyTest):
         self.install_job(12, tag=False, hosts=(rp.ip_to_int("10.0.0.12"),))
         self.roce(rp.rocev2(opcode=rp.WRITE_FIRST, tag=11, src="10.0.0.12"))
         self.roce(rp.rocev2(opcode=rp.WRITE_FIRST, tag=99, src="10.0.0.12"))  # unknown tag
-        self.assertEqual(self.assert_state(11).cnt_total, 1)
-        self.assertEqual(self.assert_state(12).cnt_total, 1)
+        self.assertEqual(self.assert_state(11).window_packets, 1)
+        self.assertEqual(self.assert_state(12).window_packets, 1)

@@ -96,4 +96,4 @@ class MalformedRoceNeverChangesState(SymphonyTest):
         self.assert_all_jobs_zero()
         # The well-formed packet is tracked: the checks above were not vacuous.
         self.roce(good)
-        self.assertEqual(self.assert_state(JOB).cnt_total, 1)
+        self.assertEqual(self.assert_state(JOB).window_packets, 1)

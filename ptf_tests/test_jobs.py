@@ -3,7 +3,8 @@
 from base_test import SymphonyTest
 
 from symphony import packets as rp
-from symphony.model.pipeline import MAX_JOBS, REGISTERS
+from symphony.p4names import JOB_REGISTERS
+from symphony.sizes import MAX_JOBS
 
 
 class TwoInterleavedJobsStayIsolated(SymphonyTest):
@@ -22,10 +23,10 @@ class TwoInterleavedJobsStayIsolated(SymphonyTest):
             self.roce(x)
             self.roce(y)
         s3, s4 = self.assert_state(3), self.assert_state(4)
-        self.assertEqual((s3.step_min, s3.cnt_total), (11, 3))
-        self.assertEqual((s4.step_min, s4.cnt_total), (0, 3))
+        self.assertEqual((s3.step_min, s3.window_packets), (11, 3))
+        self.assertEqual((s4.step_min, s4.window_packets), (0, 3))
         # No other slot was touched.
-        for name in REGISTERS.values():
-            values = self.thrift.register_read_all(name)
+        for name in JOB_REGISTERS.values():
+            values = self.register_array(name)
             self.assertFalse(any(v for i, v in enumerate(values) if i not in (3, 4)), name)
         self.assertEqual(len(values), MAX_JOBS)

@@ -4,7 +4,8 @@ from base_test import T_WIN_NEVER_US, SymphonyTest
 
 from symphony import packets as rp
 from symphony.model.params import JobParams
-from symphony.model.pipeline import FLOW_REGISTER, flow_slot, pack_flow
+from symphony.model.pipeline import flow_slot, pack_flow
+from symphony.p4names import FLOW_BASE
 
 JOB = 5
 A = "10.0.0.1"  # one flow per source (same QP)
@@ -64,7 +65,7 @@ class DuplicatesAndRetransmissionsAreIdempotent(SymphonyTest):
             self.roce(p)
         after = self.assert_state(JOB)
         self.assertEqual((after.step_min, after.psn_rec), (before.step_min, before.psn_rec))
-        self.assertEqual(after.cnt_total, before.cnt_total + 3)
+        self.assertEqual(after.window_packets, before.window_packets + 3)
 
 
 class StepWrapIsOneStepLater(SymphonyTest):
@@ -120,5 +121,5 @@ class FlowSlotsHashLikeTheModel(SymphonyTest):
             )
             slot, sig = flow_slot(rp.ip_to_int(src), qp)
             self.assertEqual(
-                hex(self.thrift.register_read(FLOW_REGISTER, slot)), hex(pack_flow(sig, step, psn))
+                hex(self.register_array(FLOW_BASE)[slot]), hex(pack_flow(sig, step, psn))
             )

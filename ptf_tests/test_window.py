@@ -38,7 +38,7 @@ class AlphaFollowsTheOutpacingShare(SymphonyTest):
             self.roce(pkt(1, 10 + i, FAST))
         self.close_window(pkt(0, 3, LAG))
         st = self.assert_state(JOB)
-        self.assertEqual((st.alpha, st.cnt_total, st.cnt_op), (2, 1, 0))
+        self.assertEqual((st.alpha, st.window_packets, st.window_ahead_packets), (2, 1, 0))
         self.assertEqual(st.psn_rec, 3)  # reset at the boundary, then this packet's PSN
         # Windows 2-4: all outpacing: 2 -> 3 -> 3 (capped at alpha_max).
         for _ in range(3):

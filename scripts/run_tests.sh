@@ -60,7 +60,7 @@ if [ $strict = 1 ] && grep -qE '[0-9]+ skipped' <<<"$summary"; then
 fi
 
 echo "== Tofino2 compile"
-if "$venv/bin/python" -m symphony.tofino.build --check-toolchain >/dev/null 2>&1; then
+if "$venv/bin/python" -m symphony_tools.tofino_build --check-toolchain >/dev/null 2>&1; then
   if make -s tofino2; then
     passed=$((passed + 1))
     # The Tofino2 P4Info against bmv2's (one controller code path), stages, outputs.
@@ -70,7 +70,7 @@ if "$venv/bin/python" -m symphony.tofino.build --check-toolchain >/dev/null 2>&1
     failed=$((failed + 1))
   fi
 else
-  why=$("$venv/bin/python" -m symphony.tofino.build --check-toolchain 2>&1 | tail -n 1)
+  why=$("$venv/bin/python" -m symphony_tools.tofino_build --check-toolchain 2>&1 | tail -n 1)
   skipped=$((skipped + 1)); skipped_groups+=("Tofino2 compile (make tofino2): $why")
   if [ $strict = 1 ] && PATH="$PATH:/opt/p4/bin" command -v p4c-barefoot >/dev/null; then
     strict_failures+=("Tofino2 group skipped although p4c-barefoot is installed: $why")

@@ -251,8 +251,8 @@ def test_symphonyctl_human_and_json(api, capsys):
     assert cli.main([*base, "--json", "job", "show", str(job_id)]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["live"][0]["switch"] == "s1" and shown["live"][0]["available"] is False
-    assert cli.main([*base, "params", "set", "tau=0.3"]) == 0
-    assert "tau=0.3" in capsys.readouterr().out
+    assert cli.main([*base, "params", "set", "tau=0.375"]) == 0
+    assert "tau=0.375" in capsys.readouterr().out
     assert (
         cli.main(
             [*base, "job", "allocate", "--name", "bad name", "--mode", "tag", "--switch", "s1"]

@@ -12,16 +12,22 @@ from symphony.config import ConfigError
 
 
 def write_example(tmp_path: Path, edit=None) -> Path:
-    """The shipped example config (with its pipeline files present), optionally edited."""
+    """The shipped example config (examples/bmv2.toml, with its pipeline files present), as
+    tmp_path/examples/controller.toml, optionally edited."""
     (tmp_path / "build/bmv2").mkdir(parents=True)
     (tmp_path / "build/bmv2/symphony.p4info.txtpb").write_text("")
     (tmp_path / "build/bmv2/symphony.json").write_text("{}")
-    raw = tomllib.loads(config.EXAMPLE)
+    (tmp_path / "examples").mkdir()
+    raw = tomllib.loads(config.example())
     if edit is not None:
         edit(raw)
-    path = tmp_path / "controller.toml"
+    path = tmp_path / "examples" / "controller.toml"
     path.write_text(_dump(raw))
     return path
+
+
+def test_example_is_the_file_in_examples():
+    assert config.example() == (Path(__file__).parents[1] / "examples/bmv2.toml").read_text()
 
 
 def _dump(value, prefix=""):
@@ -55,8 +61,12 @@ def _inline(v):
     return repr(v)
 
 
+def _override_port_3(raw):
+    raw["switches"][0]["ports"][3].update(k_min=20, k_max=80)
+
+
 def test_example_config_loads(tmp_path):
-    cfg = config.load(write_example(tmp_path))
+    cfg = config.load(write_example(tmp_path, _override_port_3))
     assert cfg.switch_names == ("s1",)
     s1 = cfg.switch("s1")
     assert (s1.device_id, s1.target, s1.thrift_port, s1.thrift_host) == (
@@ -65,17 +75,13 @@ def test_example_config_loads(tmp_path):
         9090,
         "127.0.0.1",
     )
-    assert [str(r.prefix) for r in s1.routes] == ["10.0.1.0/24", "10.0.2.0/24"]
-    # Port 2 overrides k_min/k_max and inherits p_max from [queue_marking].
-    p2 = s1.ports[1]
-    assert (p2.port, p2.peer, p2.marking.k_min, p2.marking.k_max, p2.marking.p_max) == (
-        2,
-        1,
-        20,
-        80,
-        0.2,
-    )
-    assert cfg.database == tmp_path / "run/symphony.db"
+    assert [str(r.prefix) for r in s1.routes] == [f"10.0.{i}.0/24" for i in range(4)]
+    assert [(p.port, p.peer) for p in s1.ports] == [(0, 1), (1, 0), (2, None), (3, None)]
+    # Port 3 overrides k_min/k_max and inherits p_max from [queue_marking].
+    p3 = s1.ports[3]
+    assert (p3.marking.k_min, p3.marking.k_max, p3.marking.p_max) == (20, 80, 0.2)
+    assert s1.ports[0].marking == config.QueueMarking(50, 100, 0.2)
+    assert cfg.database == tmp_path / "examples/../run/symphony.db"
     assert cfg.api.is_loopback
     assert cfg.defaults == {"k": 0.01, "tau": 0.25, "t_win_us": 100.0}
 
@@ -107,7 +113,7 @@ BAD = [
     ("switches[0].device_id", lambda r: sw(r).__setitem__("device_id", "0"), "integer"),
     (
         "switches[0].ports[1].port",
-        lambda r: sw(r)["ports"][1].__setitem__("port", 1),
+        lambda r: sw(r)["ports"][1].__setitem__("port", 0),
         "duplicate port",
     ),
     (
@@ -133,7 +139,7 @@ BAD = [
     ),
     (
         "switches[0].routes[1].prefix",
-        lambda r: sw(r)["routes"][1].__setitem__("prefix", "10.0.1.0/24"),
+        lambda r: sw(r)["routes"][1].__setitem__("prefix", "10.0.0.0/24"),
         "duplicate route",
     ),
     ("defaults.k", lambda r: r["defaults"].__setitem__("k", -1.0), "k"),
@@ -184,18 +190,18 @@ def test_non_loopback_listen_accepted_with_token(tmp_path):
 
     def edit(r):
         r["api"]["listen"] = "0.0.0.0:50051"
-        r["api"]["token_file"] = "api.token"
+        r["api"]["token_file"] = "../api.token"
 
     cfg = config.load(write_example(tmp_path, edit))
     assert not cfg.api.is_loopback
-    assert cfg.api.token_file == tmp_path / "api.token"
+    assert cfg.api.token_file == tmp_path / "examples/../api.token"
 
 
 def test_empty_token_file_refused(tmp_path):
     (tmp_path / "api.token").write_text("\n")
 
     def edit(r):
-        r["api"]["token_file"] = "api.token"
+        r["api"]["token_file"] = "../api.token"
 
     with pytest.raises(ConfigError, match=r"api\.token_file: .* is empty"):
         config.load(write_example(tmp_path, edit))

@@ -2,12 +2,14 @@
 
 from dataclasses import replace
 
+import pytest
+
 from symphony.model import arithmetic as ar
-from symphony.model.params import JobParams
+from symphony.model.params import T_WIN_MAX_TICKS, JobParams
 from symphony.model.pipeline import FLOW_SLOTS, JobState, Pipeline, RocePacket, flow_slot
 from symphony.packets import ACK, SEND_ONLY, WRITE_FIRST, WRITE_LAST, WRITE_MIDDLE
 
-NEVER = 3_600_000_000.0  # a window longer than any test
+NEVER = 2_000_000_000.0  # a window longer than any test (33 minutes)
 JOB = 7
 HOST_A = 0x0A000001
 HOST_B = 0x0A000002
@@ -77,7 +79,7 @@ def test_duplicates_leave_progress_unchanged() -> None:
     pl.process(pkt(WRITE_MIDDLE, 0, 5), 0)
     after = pl.state(JOB)
     assert (after.step_min, after.psn_rec) == (before.step_min, before.psn_rec)
-    assert after.cnt_total == before.cnt_total + 1
+    assert after.window_packets == before.window_packets + 1
 
 
 def test_warmup_then_p1_marks_every_outpacing_packet() -> None:
@@ -155,7 +157,7 @@ def test_window_rollover_raises_lowers_and_guards_alpha() -> None:
     pl.process(pkt(WRITE_MIDDLE, 0, 1, src=HOST_B), 1)  # a retransmission, p = 1
     st = pl.state(JOB)
     # alpha rose; the counters restarted with this packet; psn_rec was reset, then took p = 1
-    assert (st.alpha, st.cnt_total, st.cnt_op, st.psn_rec) == (2, 1, 0, 1)
+    assert (st.alpha, st.window_packets, st.window_ahead_packets, st.psn_rec) == (2, 1, 0, 1)
     prm["t_win"] = 1 << 31
     for i in range(5):
         pl.process(pkt(WRITE_MIDDLE, 0, 5 + i, src=HOST_B), 1)
@@ -187,7 +189,9 @@ def test_two_jobs_are_isolated() -> None:
 
 
 def test_register_encoding_round_trips() -> None:
-    st = JobState(step_min=3, psn_rec=4, alpha=5, cnt_total=6, cnt_op=7, win_start=8)
+    st = JobState(
+        step_min=3, psn_rec=4, alpha=5, window_packets=6, window_ahead_packets=7, win_start=8
+    )
     raw = st.registers()
     assert raw["SymphonyIngress.job_state.alpha_m1"] == 4
     assert JobState.from_registers(raw) == st
@@ -210,7 +214,7 @@ def test_tofino_variant_agrees_with_bmv2_on_every_scenario() -> None:
     for _ in range(30):
         params = JobParams(
             t_win_us=rng.choice([0.0, 50.0, 1e6]),
-            tau=rng.choice([0.0, 0.25, 0.7, 1.0]),
+            tau=rng.choice([0.0, 0.25, 0.6875, 1.0]),
             n_sample=rng.choice([1, 3, 8]),
             n_warmup=2,
             alpha_max=rng.choice([1, 4, 16]),
@@ -232,14 +236,60 @@ def test_tofino_variant_agrees_with_bmv2_on_every_scenario() -> None:
             assert b.state(JOB) == t.state(JOB)
 
 
-def test_tofino_window_test_is_serial() -> None:
-    assert ar.window_closes(100, 0, 100) and ar.window_closes(100, 0, 100, serial=True)
-    assert not ar.window_closes(99, 0, 100, serial=True)
-    # Across the 32-bit wrap both agree.
-    assert ar.window_closes(5, 0xFFFFFFF0, 20) and ar.window_closes(5, 0xFFFFFFF0, 20, serial=True)
-    # A gap of 2^31 ticks or more is where they part: the documented Tofino limit.
-    assert ar.window_closes(1 << 31, 0, 100)
-    assert not ar.window_closes((1 << 31) + 200, 0, 100, serial=True)
+def test_tofino_split_window_test_is_the_unsigned_test() -> None:
+    """Tofino2's two serial tests equal SPEC 4.1's unsigned test for every gap while T_win < 2^31:
+    at the edges of each test and across the 32-bit wrap, and on random operands."""
+    import random
+
+    t_max = T_WIN_MAX_TICKS
+    edges = [0, 1, 99, 100, 101, (1 << 31) - 1, 1 << 31, (1 << 31) + 1, (1 << 32) - 1]
+    for t_win in (0, 1, 100, 1 << 20, t_max - 1, t_max):
+        for start in (0, 1, 0x7FFFFFFF, 0x80000000, 0xFFFFFFF0, 0xFFFFFFFF):
+            for gap in [*edges, t_win - 1, t_win, t_win + 1, t_win + (1 << 31)]:
+                now = (start + gap) & 0xFFFFFFFF
+                assert ar.window_closes(now, start, t_win, split=True) == ar.window_closes(
+                    now, start, t_win
+                ), (now, start, t_win)
+    rng = random.Random(11)
+    for _ in range(100_000):
+        now, start, t_win = rng.getrandbits(32), rng.getrandbits(32), rng.randint(0, t_max)
+        assert ar.window_closes(now, start, t_win, split=True) == ar.window_closes(
+            now, start, t_win
+        )
+
+
+def test_fresh_job_on_a_switch_up_longer_than_2_31_ticks_rolls_windows() -> None:
+    """The repro of the defect the serial-only test had: a job installed after the tick counter
+    passed 2^31 kept its first window open (alpha stuck at 1) until the counter wrapped."""
+    params = JobParams(t_win_us=100 * 1.024, tau=0.0, n_sample=1).to_action_params(tick_ns=1024)
+    assert params["t_win"] == 100
+    for target in ("bmv2", "tofino2"):
+        pl = Pipeline(target=target)
+        pl.install_job(JOB, params)
+        alphas = []
+        for i in range(4):
+            pl.process(pkt(WRITE_MIDDLE, 0, 10 + i), 3 * (1 << 30) + 150 * i)
+            alphas.append(pl.state(JOB).alpha)
+        assert alphas == [1, 2, 3, 4], target
+        assert pl.state(JOB).win_start == 3 * (1 << 30) + 450
+
+
+def test_t_win_of_2_31_ticks_or_more_is_refused() -> None:
+    """At 2^31 ticks the serial halves of the window test stop being exact: the bound is refused,
+    on both targets, with the limit in the message."""
+    for tick_ns in (1000, 1024):
+        JobParams(t_win_us=T_WIN_MAX_TICKS * tick_ns / 1000).validate(tick_ns)
+        with pytest.raises(ValueError, match=r"t_win_us: .* exceeds the window timer"):
+            JobParams(t_win_us=(T_WIN_MAX_TICKS + 1) * tick_ns / 1000).validate(tick_ns)
+
+
+def test_tau_off_the_1_256_grid_is_refused_with_the_nearest_values() -> None:
+    with pytest.raises(ValueError, match=r"tau: must be a multiple of 1/256 .*got 0\.6;"):
+        JobParams(tau=0.6).validate()
+    with pytest.raises(ValueError, match=r"nearest: 0\.59765625 or 0\.6015625"):
+        JobParams(tau=0.6).validate()
+    assert JobParams(tau=154 / 256).to_action_params()["tau_q8"] == 154
+    assert JobParams(tau=1.0).to_action_params()["tau_q8"] == 256
 
 
 def test_tofino_running_eq5_equals_the_product_form() -> None:

@@ -3,17 +3,10 @@
 import pytest
 
 from symphony.model import arithmetic as ar
-from symphony.model.params import QUEUE_DEPTH_LIMIT, JobParams, QueueParams
-from symphony.model.tables import (
-    LOG_ALPHA,
-    LOG_P,
-    LOG_PSN_REC,
-    PROB_THRESHOLD,
-    QUEUE_THRESHOLD,
-    lut_entries,
-    queue_mark_entries,
-    queue_mark_threshold,
-)
+from symphony.model.params import JobParams, QueueParams
+from symphony.model.tables import lut_entries, queue_mark_entries, queue_mark_threshold
+from symphony.p4names import LOG_ALPHA, LOG_P, LOG_PSN_REC, PROB_THRESHOLD, QUEUE_THRESHOLD
+from symphony.sizes import QUEUE_DEPTH_LIMIT
 
 
 def test_default_parameters_encode_as_action_data() -> None:

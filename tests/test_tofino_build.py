@@ -12,15 +12,17 @@ import pytest
 from finsy.proto.p4.config.v1 import p4info_pb2
 from google.protobuf import text_format
 
-from symphony.model.pipeline import COUNTERS, REGISTERS, TOFINO_REGISTERS
-from symphony.tofino import resources
-from symphony.tofino.build import sizes_max_jobs
+from symphony_tools import tofino_resources as resources
 
 pytestmark = pytest.mark.tofino2
 
 ROOT = Path(__file__).resolve().parents[1]
 BMV2 = ROOT / "build" / "bmv2" / "symphony.p4info.txtpb"
 TOFINO2 = ROOT / "build" / "tofino2"
+FABRIC = ROOT / "build" / "tofino2-fabric_demo"
+# Symphony's own stage budget (docs/tofino.md): at most 12 of Tofino2's 20 stages, so that a
+# forwarding program keeps the rest.
+SYMPHONY_STAGE_BUDGET = 12
 
 
 def _p4info(path: Path) -> p4info_pb2.P4Info:
@@ -62,23 +64,44 @@ def test_action_parameters_match_bmv2(both) -> None:
         assert tofino_actions.get(name) == params, name
 
 
-def test_job_state_arrays_are_standard_and_sized_max_jobs(both) -> None:
-    _, tofino = both
-    max_jobs = sizes_max_jobs()
-    registers = {r.preamble.name: r.size for r in tofino.registers}
-    counters = {c.preamble.name: c.size for c in tofino.counters}
-    for name in [*REGISTERS.values(), *TOFINO_REGISTERS.values()]:
-        assert registers.get(name) == max_jobs, name
-    for name in COUNTERS.values():
-        assert counters.get(name) == max_jobs, name
+# Every P4Info name the controller uses, and the per-job array sizes, are checked against this
+# P4Info by tests/test_p4info_names.py (its tofino2-marked half).
 
 
-def test_pipeline_fits_the_stages() -> None:
-    res = next(TOFINO2.rglob("resources.json"), None)
+def _summary(out: Path) -> resources.Summary:
+    res = next(out.rglob("resources.json"), None)
     assert res is not None, "no resources.json: `make tofino2` compiles with -g --verbose 2"
-    summary = resources.parse_resources(res)
+    return resources.parse_resources(res)
+
+
+def test_symphony_fits_its_stage_budget() -> None:
+    summary = _summary(TOFINO2)
     assert summary.n_stages == 20
+    assert 0 < summary.depth <= SYMPHONY_STAGE_BUDGET
+
+
+def test_coexistence_program_fits_with_symphony_in_its_budget() -> None:
+    summary = _summary(FABRIC)
     assert 0 < summary.depth <= summary.n_stages
+    symphony_stages = summary.part_stages()["symphony"]
+    assert symphony_stages and max(symphony_stages) < SYMPHONY_STAGE_BUDGET
+    assert summary.part_stages()["program"], "the forwarding tables are placed"
+
+
+def test_coexistence_program_exposes_the_same_symphony_names(both) -> None:
+    """The library's absolute names: the controller drives Symphony inside any program."""
+    _, tofino = both
+    fabric = _p4info(FABRIC / "symphony.p4info.txtpb")
+
+    def symphony_only(d: dict) -> dict:
+        return {k: v for k, v in d.items() if k.startswith("Symphony") and ".forward." not in k}
+
+    assert symphony_only(_tables(fabric)) == symphony_only(_tables(tofino))
+    assert symphony_only(_actions(fabric)) == symphony_only(_actions(tofino))
+    for kind in ("registers", "counters"):
+        ours = {r.preamble.name: r.size for r in getattr(tofino, kind)}
+        theirs = {r.preamble.name: r.size for r in getattr(fabric, kind)}
+        assert symphony_only(theirs) == symphony_only(ours), kind
 
 
 def test_binary_and_context_are_written() -> None:

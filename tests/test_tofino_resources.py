@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from symphony.tofino import resources
+from symphony_tools import tofino_resources as resources
 
 
 def test_report_counts_units_per_table(tmp_path: Path) -> None:
@@ -69,7 +69,7 @@ def test_missing_logs_are_reported(tmp_path: Path) -> None:
 
 
 def test_compiler_warnings_fail_the_build_but_assembler_notes_do_not() -> None:
-    from symphony.tofino.build import compiler_warnings
+    from symphony_tools.tofino_build import compiler_warnings
 
     log = "\n".join(
         [

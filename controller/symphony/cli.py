@@ -6,7 +6,7 @@
     symphonyctl job list [--all]
     symphonyctl job show JOB           # live state read from each switch
     symphonyctl switch status
-    symphonyctl params set [--job JOB] k=0.02 tau=0.3 ...
+    symphonyctl params set [--job JOB] k=0.02 tau=0.375 ...
 
 Every command takes --json for machine-readable output. The API address comes from --api or
 $SYMPHONY_API (default 127.0.0.1:50051); a token from --token-file or $SYMPHONY_TOKEN_FILE.
@@ -28,21 +28,17 @@ from google.protobuf import json_format
 
 from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
-from symphony.jobs.params import PARAM_TYPES
-
-INT_PARAMS = {name for name, types in PARAM_TYPES.items() if types == (int,)}
+from symphony.model.params import PARAM_KINDS
 
 
 def parse_param(text: str) -> tuple[str, Any]:
     name, sep, raw = text.partition("=")
     if not sep:
         raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=VALUE")
-    if name not in PARAM_TYPES:
-        raise argparse.ArgumentTypeError(f"{name!r}: unknown parameter ({', '.join(PARAM_TYPES)})")
+    if name not in PARAM_KINDS:
+        raise argparse.ArgumentTypeError(f"{name!r}: unknown parameter ({', '.join(PARAM_KINDS)})")
     try:
-        if name == "psn_mode":
-            return name, raw
-        return name, int(raw) if name in INT_PARAMS else float(raw)
+        return name, PARAM_KINDS[name](raw)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{name}: {raw!r} is not a number") from None
 
@@ -188,7 +184,7 @@ def render(args: argparse.Namespace, reply: Any) -> str:
         out += render_job(reply.job)
         out.append(
             f"  {'SWITCH':<12} {'STEP_MIN':>8} {'PSN_REC':>8} {'ALPHA':>5} "
-            f"{'CNT_TOT':>8} {'CNT_OP':>8} {'PACKETS':>9} {'MARKS':>7} {'Q_MARKS':>7}"
+            f"{'WIN_PKTS':>8} {'WIN_AHEAD':>9} {'PACKETS':>9} {'MARKS':>7} {'Q_MARKS':>7}"
         )
         for s in reply.live:
             if not s.available:
@@ -196,7 +192,7 @@ def render(args: argparse.Namespace, reply: Any) -> str:
                 continue
             out.append(
                 f"  {s.switch:<12} {s.step_min:>8} {s.psn_rec:>8} {s.alpha:>5} "
-                f"{s.cnt_total:>8} {s.cnt_op:>8} {s.packets:>9} {s.marks:>7} "
+                f"{s.window_packets:>8} {s.window_ahead_packets:>9} {s.packets:>9} {s.marks:>7} "
                 f"{s.queue_marks:>7}"
             )
     elif isinstance(reply, pb.SwitchStatusReply):

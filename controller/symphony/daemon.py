@@ -19,8 +19,15 @@ import sys
 from collections.abc import Sequence
 
 from symphony import config as config_mod
+from symphony import telemetry
+from symphony.api import auth as api_auth
+from symphony.api import server as api_server
 from symphony.config import Config, ConfigError
+from symphony.jobs import db_lock
 from symphony.jobs.db_lock import DatabaseInUse
+from symphony.jobs.manager import JobManager
+from symphony.jobs.store import JobStore
+from symphony.switch.session import SwitchSession
 
 LOG = logging.getLogger("symphony.daemon")
 
@@ -37,7 +44,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.example_config:
-        print(config_mod.EXAMPLE, end="")
+        print(config_mod.example(), end="")
         return 0
     if not args.config:
         print("symphony-controller: --config is required", file=sys.stderr)
@@ -65,14 +72,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def run(cfg: Config, stop: asyncio.Event | None = None) -> None:
-    from symphony import telemetry
-    from symphony.api import auth as api_auth
-    from symphony.api import server as api_server
-    from symphony.jobs import db_lock
-    from symphony.jobs.manager import JobManager
-    from symphony.jobs.store import JobStore
-    from symphony.switch.session import SwitchSession
-
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

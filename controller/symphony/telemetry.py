@@ -32,8 +32,8 @@ JOB_SERIES: dict[str, tuple[str, str, bool]] = {
     "step_min": ("symphony_job_step_min", "Slowest step seen in the job (step_min).", False),
     "psn_rec": ("symphony_job_psn_rec", "Progress of the slowest step (psn_rec).", False),
     "alpha": ("symphony_job_alpha", "Marking aggressiveness alpha.", False),
-    "cnt_total": ("symphony_job_window_packets", "Packets in the current window.", False),
-    "cnt_op": (
+    "window_packets": ("symphony_job_window_packets", "Packets in the current window.", False),
+    "window_ahead_packets": (
         "symphony_job_window_ahead_packets",
         "Packets of a later step than step_min in the current window.",
         False,

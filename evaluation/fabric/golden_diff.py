@@ -23,6 +23,7 @@ from symphony.model import arithmetic as ar
 from symphony.model.params import JobParams
 from symphony.model.pipeline import FLOW_SLOTS, Pipeline, RocePacket, flow_slot
 from symphony.packets import WRITE_FIRST, WRITE_LAST, WRITE_MIDDLE
+from symphony.sizes import BMV2_TICK_NS
 
 JOBS: dict[int, JobParams] = {
     1: JobParams(k=0.01, n_warmup=4, n_sample=8),
@@ -31,7 +32,7 @@ JOBS: dict[int, JobParams] = {
     4: JobParams(k=0.0),
     5: JobParams(k=0.05, psn_mode="absolute", tau=0.5),
 }
-TICK_NS = 1000
+TICK_NS = BMV2_TICK_NS  # the golden model runs on bmv2 ticks here
 
 
 def make_trace(n: int, seed: int) -> dict[str, np.ndarray]:
@@ -171,7 +172,14 @@ def compare(n: int, seed: int) -> dict[str, int]:
         raise AssertionError(f"packet {i}: golden {gold[i].tolist()} != kernel {kern[i].tolist()}")
     for job in JOBS:
         st = pl.state(job)
-        want = [st.step_min, st.psn_rec, st.alpha, st.cnt_total, st.cnt_op, st.win_start]
+        want = [
+            st.step_min,
+            st.psn_rec,
+            st.alpha,
+            st.window_packets,
+            st.window_ahead_packets,
+            st.win_start,
+        ]
         want += [st.packets, st.marks]
         got = js[0, job, : sk.JS_MARKS + 1].tolist()
         assert want == got, f"job {job}: golden {want} != kernel {got}"

@@ -19,10 +19,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from symphony import p4names as p4n
 from symphony.model import arithmetic as ar
 from symphony.model import tables as tb
 
-JS_STEP_MIN, JS_PSN_REC, JS_ALPHA, JS_CNT_TOTAL, JS_CNT_OP, JS_WIN_START = range(6)
+JS_STEP_MIN, JS_PSN_REC, JS_ALPHA, JS_WINDOW_PACKETS, JS_WINDOW_AHEAD, JS_WIN_START = range(6)
 JS_PACKETS, JS_MARKS, JS_QUEUE_MARKS = range(6, 9)
 JS_FIELDS = 9
 P_INSTALLED, P_MARK_ENABLE, P_K_LOG, P_TAU_Q8, P_T_WIN = range(5)
@@ -69,13 +70,13 @@ def golden_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     thr = np.full(PROB_TABLE_SIZE, -1, dtype=np.int64)
     default_thr = -1
     for e in tb.lut_entries():
-        if e.table in (tb.LOG_P, tb.LOG_PSN_REC):
+        if e.table in (p4n.LOG_P, p4n.LOG_PSN_REC):
             (lo, plen) = next(iter(e.match.values()))
-            (log_p if e.table == tb.LOG_P else log_rec)[log_index(lo)] = e.params["value"]
+            (log_p if e.table == p4n.LOG_P else log_rec)[log_index(lo)] = e.params["value"]
             assert ar.log_bucket(lo) == (lo, plen)
-        elif e.table == tb.LOG_ALPHA:
+        elif e.table == p4n.LOG_ALPHA:
             log_alpha[e.match["alpha"]] = e.params["value"]
-        elif e.table == tb.PROB_THRESHOLD:
+        elif e.table == p4n.PROB_THRESHOLD:
             if e.is_default:
                 default_thr = e.params["threshold"]
             else:
@@ -173,21 +174,21 @@ def process(
 
     # 1. Window rollover (bmv2: unsigned 32-bit difference).
     if ((now - st[JS_WIN_START]) & MASK32) >= prm[job, P_T_WIN]:
-        if st[JS_CNT_TOTAL] >= prm[job, P_N_SAMPLE]:
-            if st[JS_CNT_OP] * TAU_ONE >= prm[job, P_TAU_Q8] * st[JS_CNT_TOTAL]:
+        if st[JS_WINDOW_PACKETS] >= prm[job, P_N_SAMPLE]:
+            if st[JS_WINDOW_AHEAD] * TAU_ONE >= prm[job, P_TAU_Q8] * st[JS_WINDOW_PACKETS]:
                 st[JS_ALPHA] = min(prm[job, P_ALPHA_MAX], st[JS_ALPHA] + 1)
             else:
                 st[JS_ALPHA] = max(1, st[JS_ALPHA] - 1)
-        st[JS_CNT_TOTAL] = 0
-        st[JS_CNT_OP] = 0
+        st[JS_WINDOW_PACKETS] = 0
+        st[JS_WINDOW_AHEAD] = 0
         st[JS_PSN_REC] = 0
         st[JS_WIN_START] = now & MASK32
 
     # 2. Traffic stats against step_min before this packet's update.
     later = step_later(s, st[JS_STEP_MIN])
-    st[JS_CNT_TOTAL] = (st[JS_CNT_TOTAL] + 1) & MASK32
+    st[JS_WINDOW_PACKETS] = (st[JS_WINDOW_PACKETS] + 1) & MASK32
     if later:
-        st[JS_CNT_OP] = (st[JS_CNT_OP] + 1) & MASK32
+        st[JS_WINDOW_AHEAD] = (st[JS_WINDOW_AHEAD] + 1) & MASK32
 
     # 3. Progress.
     if kind & 4:

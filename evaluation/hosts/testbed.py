@@ -20,8 +20,8 @@ import grpc
 
 from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
-from symphony.switch.testbed import Bmv2Env
 from symphony.switch.thrift_registers import Bmv2Thrift
+from symphony_tools.testbed import Bmv2Env
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build/bmv2"

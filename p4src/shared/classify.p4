@@ -1,6 +1,6 @@
 // SPEC 1 and 7: which job a packet belongs to, and that job's parameters. Target-neutral (no
 // externs), so both targets share it and their P4Info agree.
-control Classify(in headers_t hdr, inout symphony_meta_t meta) {
+control Classify(in ipv4_h ipv4, in udp_h udp, in bth_h bth, inout symphony_meta_t meta) {
     // Opcode classes are protocol constants, not policy: a const table, read-only at runtime.
     // Only SEND and RDMA WRITE data packets of RC and UC are step traffic (docs/design.md).
     action data(bit<1> is_first, bit<1> is_last) {
@@ -14,7 +14,7 @@ control Classify(in headers_t hdr, inout symphony_meta_t meta) {
     }
 
     table opcode_class {
-        key = { hdr.bth.opcode: exact @name("opcode"); }
+        key = { bth.opcode: exact @name("opcode"); }
         actions = { data; not_data; }
         const default_action = not_data();
 #if defined(__TARGET_TOFINO__)
@@ -45,14 +45,14 @@ control Classify(in headers_t hdr, inout symphony_meta_t meta) {
     }
 
     table job_by_tag {
-        key = { meta.tag: exact @name("tag"); }
+        key = { bth.resv6 ++ bth.resv7: exact @name("tag"); }  // the 13-bit job tag
         actions = { set_job; @defaultonly untracked; }
         default_action = untracked();
         size = TAG_TABLE_SIZE;
     }
 
     table job_by_src {
-        key = { hdr.ipv4.src_addr: exact @name("src_addr"); }
+        key = { ipv4.src_addr: exact @name("src_addr"); }
         actions = { set_job; @defaultonly untracked; }
         default_action = untracked();
         size = HOST_TABLE_SIZE;
@@ -68,6 +68,9 @@ control Classify(in headers_t hdr, inout symphony_meta_t meta) {
         meta.n_sample = n_sample;
         meta.alpha_max = alpha_max;
         meta.psn_absolute = psn_absolute;
+#if defined(__TARGET_TOFINO__)
+        meta.win_offset = t_win - meta.now;
+#endif
     }
 
     // A job with classification entries but no parameters is a controller bug: fail safe by
@@ -79,19 +82,17 @@ control Classify(in headers_t hdr, inout symphony_meta_t meta) {
         size = MAX_JOBS;
     }
 
-    // The opcode and the job lookups are independent, so a pipelined target runs them side by
-    // side; a packet is tracked when both say so.
+    // The opcode and the job lookups are independent, and the source lookup depends on the tag
+    // lookup only through its miss (a control dependency, not a data one), so a pipelined target
+    // runs all three side by side; only the parameters wait for the Job_ID. A packet is tracked
+    // when the opcode is step traffic and the job has parameters.
     apply {
         meta.job_id = 0;
-        meta.step = hdr.udp.src_port;
-        meta.tag = hdr.bth.resv6 ++ hdr.bth.resv7;
-        if (hdr.bth.tver == 0) {
+        meta.step = udp.src_port;
+        if (bth.tver == 0) {
             opcode_class.apply();
         }
-        if (meta.tag != 0) {
-            job_by_tag.apply();
-        }
-        if (meta.job_id == 0) {
+        if ((bth.resv6 == 0 && bth.resv7 == 0) || !job_by_tag.apply().hit) {
             job_by_src.apply();
         }
         if (meta.tracked && meta.job_id != 0) {

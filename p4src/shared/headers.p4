@@ -71,7 +71,6 @@ struct symphony_meta_t {
     job_id_t job_id;
     bool     is_first;      // step-starting opcode (FIRST/ONLY)
     bool     is_last;       // step-completing opcode (LAST/ONLY)
-    bit<13>  tag;
     step_t   step;
     // Parameters of the job (classify.job_params).
     bit<1>   mark_enable;
@@ -82,6 +81,12 @@ struct symphony_meta_t {
     bit<32>  n_sample;
     bit<8>   alpha_max;
     bit<1>   psn_absolute;
+#if defined(__TARGET_TOFINO__)
+    // Tofino: the window clock (1.024 us ticks) and T_win - now, which set_params computes on
+    // the way so that the window's stateful ALU runs in the stage right after the parameters.
+    bit<32>  now;
+    bit<32>  win_offset;
+#endif
     // Progress inside the step (psn.p4): p, or unknown.
     bool     p_known;
     psn_t    p;

@@ -30,7 +30,9 @@ from pathlib import Path
 
 import pytest
 
-from symphony.switch.testbed import Bmv2Env
+from symphony import p4names
+from symphony.sizes import BMV2_TICK_NS
+from symphony_tools.testbed import Bmv2Env
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build/bmv2"
@@ -41,11 +43,11 @@ SWITCH = shutil.which("simple_switch_grpc") or shutil.which(
 )
 ENV = Bmv2Env.from_env()
 
-T_JOB_PARAMS = "SymphonyIngress.classify.job_params"
-T_JOB_BY_TAG = "SymphonyIngress.classify.job_by_tag"
-T_JOB_BY_SRC = "SymphonyIngress.classify.job_by_src"
-T_OPCODE_CLASS = "SymphonyIngress.classify.opcode_class"
-ENV_TICK_NS = 1000  # bmv2 timestamps are microseconds
+T_JOB_PARAMS = p4names.JOB_PARAMS
+T_JOB_BY_TAG = p4names.JOB_BY_TAG
+T_JOB_BY_SRC = p4names.JOB_BY_SRC
+T_OPCODE_CLASS = p4names.OPCODE_CLASS
+ENV_TICK_NS = BMV2_TICK_NS
 
 
 def _missing() -> str | None:
@@ -224,8 +226,8 @@ def expected_state(job_id: int, pkts: list, *, tag: bool = True) -> dict:
         "step_min": st.step_min,
         "psn_rec": st.psn_rec,
         "alpha": st.alpha,
-        "cnt_total": st.cnt_total,
-        "cnt_op": st.cnt_op,
+        "window_packets": st.window_packets,
+        "window_ahead_packets": st.window_ahead_packets,
         "packets": st.packets,
         "marks": st.marks,
         "queue_marks": 0,
@@ -282,12 +284,12 @@ def test_base_state_keeps_const_entries(setup):
     tables = {e.table for e in on_switch}
     assert sum(e.table == T_OPCODE_CLASS for e in on_switch) == 24  # classify.p4 const entries
     assert {
-        "SymphonyIngress.forward.ipv4_lpm",
-        "SymphonyIngress.throttle.log_p",
-        "SymphonyIngress.throttle.log_psn_rec",
-        "SymphonyIngress.throttle.log_alpha",
-        "SymphonyIngress.throttle.prob_threshold",
-        "SymphonyEgress.queue_mark.queue_threshold",
+        p4names.IPV4_LPM,
+        p4names.LOG_P,
+        p4names.LOG_PSN_REC,
+        p4names.LOG_ALPHA,
+        p4names.PROB_THRESHOLD,
+        p4names.QUEUE_THRESHOLD,
     } <= tables
     assert not tables & {T_JOB_PARAMS, T_JOB_BY_TAG, T_JOB_BY_SRC}
     st = setup.status()
@@ -318,7 +320,7 @@ def test_allocate_tracks_packets_and_release_clears(setup):
     send(pkts)
     live = wait_packets(ctl, "itest", 3)
     assert masked(live) == expected_state(job_id, pkts)
-    assert live["packets"] == 3 and live["cnt_total"] >= 1
+    assert live["packets"] == 3 and live["window_packets"] >= 1
 
     rel = ctl.ctl("job", "release", "itest")
     assert rel["job"]["state"] == "released"
@@ -331,7 +333,7 @@ def test_allocate_tracks_packets_and_release_clears(setup):
 
     regs = ThriftJobRegisters(ENV.grpc_host, ENV.thrift_port)
     state = asyncio.run(regs.read([job_id]))[job_id]
-    assert (state.packets, state.step_min, state.psn_rec, state.alpha, state.cnt_total) == (
+    assert (state.packets, state.step_min, state.psn_rec, state.alpha, state.window_packets) == (
         0,
         0,
         0,

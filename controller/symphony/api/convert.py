@@ -8,18 +8,17 @@ from typing import Any
 
 from symphony.api import symphony_pb2 as pb
 from symphony.jobs.store import Job
+from symphony.model.params import PARAM_NAMES
 from symphony.model.pipeline import JobState
-
-PARAM_FIELDS = ("k", "tau", "t_win_us", "n_warmup", "n_sample", "alpha_max", "psn_mode")
 
 
 def params_from_pb(msg: pb.Params) -> dict[str, Any]:
-    return {f: getattr(msg, f) for f in PARAM_FIELDS if msg.HasField(f)}
+    return {f: getattr(msg, f) for f in PARAM_NAMES if msg.HasField(f)}
 
 
 def params_to_pb(values: Mapping[str, Any]) -> pb.Params:
     msg = pb.Params()
-    for f in PARAM_FIELDS:
+    for f in PARAM_NAMES:
         if f in values:
             setattr(msg, f, values[f])
     return msg

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Container
 
-MAX_JOBS = 16384
-TAG_MAX = (1 << 13) - 1  # 8191: the largest Job_ID a BTH tag can carry
+from symphony.sizes import MAX_JOBS, TAG_MAX
+
 MODES = ("tag", "hosts")
 
 

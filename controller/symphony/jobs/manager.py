@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from symphony.config import Config
-from symphony.jobs import params as job_params
 from symphony.jobs import validation as v
 from symphony.jobs.errors import JobError, Kind
 from symphony.jobs.store import Job, JobStore
+from symphony.model import params as model_params
 from symphony.model.pipeline import JobState
+from symphony.sizes import TICK_NS
 
 LOG = logging.getLogger(__name__)
 INSTALLED = "installed"
@@ -75,7 +76,7 @@ class JobManager:
         return active, releasing
 
     def params_of(self, job: Job) -> Any:
-        return job_params.effective(self.config.defaults, self.store.global_params(), job.params)
+        return model_params.effective(self.config.defaults, self.store.global_params(), job.params)
 
     def action_params(self, job: Job, tick_ns: int) -> dict[str, int]:
         return self.params_of(job).to_action_params(tick_ns)
@@ -186,17 +187,15 @@ class JobManager:
         self, global_params: Mapping[str, Any], job: Mapping[str, Any], where: str
     ) -> None:
         try:
-            job_params.effective(self.config.defaults, global_params, job)
+            model_params.effective(self.config.defaults, global_params, job)
         except ValueError as exc:
             raise v.invalid(where, str(exc)) from exc
 
     def _check_targets(self, overrides: Mapping[str, Any], switches: Iterable[str]) -> None:
         """Parameters must fit every target on the path (T_win in ticks is target-specific)."""
-        from symphony.switch.targets import target
-
-        params = job_params.effective(self.config.defaults, self.store.global_params(), overrides)
+        params = model_params.effective(self.config.defaults, self.store.global_params(), overrides)
         for sw in switches:
-            tick = target(self.config.switch(sw).target).tick_ns
+            tick = TICK_NS[self.config.switch(sw).target]
             try:
                 params.validate(tick)
             except ValueError as exc:

@@ -11,11 +11,11 @@ import re
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from symphony.jobs.allocator import MAX_JOBS, MODES
+from symphony.jobs.allocator import MODES
 from symphony.jobs.errors import JobError, invalid
-from symphony.jobs.params import ParamError, check_overrides
+from symphony.model.params import ParamError, check_overrides
+from symphony.sizes import MAX_JOBS, NAME_RE
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 REQUEST_KEY_RE = re.compile(r"^[A-Za-z0-9._:/-]{1,128}$")
 MAX_HOSTS = 4096
 

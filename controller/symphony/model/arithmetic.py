@@ -7,6 +7,7 @@ the controller installs and the predictions the tests compare against come from 
 from __future__ import annotations
 
 import math
+import zlib
 from functools import cache
 
 STEP_BITS = 16
@@ -152,14 +153,15 @@ def window_raises_alpha(cnt_op: int, cnt_total: int, tau_q8: int) -> bool:
     return cnt_op * TAU_ONE >= tau_q8 * cnt_total
 
 
-def window_closes(now: int, win_start: int, t_win: int, *, serial: bool = False) -> bool:
-    """SPEC 4.1's test `now - win_start >= T_win` on 32-bit timestamps.
+def window_closes(now: int, win_start: int, t_win: int, *, split: bool = False) -> bool:
+    """SPEC 4.1's test `now - win_start >= T_win` on 32-bit timestamps, unsigned and wrap-safe.
 
-    bmv2 computes it unsigned (wrap-safe for any gap). Tofino's stateful ALU compares two
-    operands, so it tests win_start <= now - T_win as a serial (signed 32-bit) difference: the
-    same answer while the gap is below 2^31 ticks."""
-    if serial:
-        return wrap_int32(win_start - (now - t_win)) <= 0
+    bmv2 computes it as written. Tofino's stateful ALU tests the sign of a two-operand sum, so
+    `split` makes it the way p4src/t2na does: the serial test win_start + (T_win - now) <= 0, or
+    a gap of 2^31 ticks or more (which the serial test reads backwards). The two agree with the
+    unsigned test for every gap while T_win < 2^31 (params.T_WIN_MAX_TICKS)."""
+    if split:
+        return wrap_int32(win_start + t_win - now) <= 0 or wrap_int32(now - win_start) < 0
     return (now - win_start) & 0xFFFFFFFF >= t_win
 
 
@@ -176,8 +178,6 @@ def tau_increment(outpacing: bool, tau_q8: int) -> int:
 
 def crc32(data: bytes) -> int:
     """bmv2's crc32 (reflected, init and final xor 0xFFFFFFFF): zlib's CRC-32."""
-    import zlib
-
     return zlib.crc32(data) & 0xFFFFFFFF
 
 

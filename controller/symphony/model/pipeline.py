@@ -10,33 +10,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from symphony.model import arithmetic as ar
+from symphony.p4names import JOB_COUNTERS, JOB_REGISTERS
+from symphony.sizes import FLOW_SLOTS, MAX_JOBS, TARGETS
 
-MAX_JOBS = 16384
-FLOW_SLOTS = 65536
 TIMESTAMP_MASK = (1 << 32) - 1
 COUNTER_MASK = (1 << 32) - 1
-TARGETS = ("bmv2", "tofino2")
-
-JOB_STATE = "SymphonyIngress.job_state"
-# State field -> register array on the switch (index = Job_ID). alpha is stored minus one so
-# that an all-zero slot is a freshly started job.
-REGISTERS: dict[str, str] = {
-    "step_min": f"{JOB_STATE}.step_min",
-    "psn_rec": f"{JOB_STATE}.psn_rec",
-    "alpha": f"{JOB_STATE}.alpha_m1",
-    "cnt_total": f"{JOB_STATE}.cnt_total",
-    "cnt_op": f"{JOB_STATE}.cnt_op",
-    "win_start": f"{JOB_STATE}.win_start",
-}
-# Tofino2 only: eq. 5 as a running sum (docs/tofino.md); part of a job's state to clear on release.
-TOFINO_REGISTERS: dict[str, str] = {"tau_score": f"{JOB_STATE}.tau_score"}
-FLOW_REGISTER = "SymphonyIngress.psn.flow_base"
-# Per-job packet counters (index = Job_ID).
-COUNTERS: dict[str, str] = {
-    "packets": f"{JOB_STATE}.packets",
-    "marks": "SymphonyIngress.throttle.marks",
-    "queue_marks": "SymphonyEgress.queue_mark.marks",
-}
 
 # BTH opcodes (IBTA vol. 1, table 38): RC is 0x00-0x1F, UC 0x20-0x3F; low 5 bits are the op.
 _SEND_FIRST, _SEND_MIDDLE, _SEND_LAST, _SEND_LAST_IMM, _SEND_ONLY, _SEND_ONLY_IMM = range(6)
@@ -85,8 +63,8 @@ class JobState:
     step_min: int = 0
     psn_rec: int = 0
     alpha: int = 1
-    cnt_total: int = 0
-    cnt_op: int = 0
+    window_packets: int = 0  # packets in the current window (P4: cnt_total)
+    window_ahead_packets: int = 0  # of them, of a later step than step_min (P4: cnt_op)
     win_start: int = 0
     packets: int = 0
     marks: int = 0
@@ -95,8 +73,8 @@ class JobState:
     def registers(self) -> dict[str, int]:
         """Register name -> raw value as stored on the switch."""
         values = asdict(self)
-        raw = {REGISTERS[f]: values[f] for f in REGISTERS}
-        raw[REGISTERS["alpha"]] = self.alpha - 1
+        raw = {JOB_REGISTERS[f]: values[f] for f in JOB_REGISTERS}
+        raw[JOB_REGISTERS["alpha"]] = self.alpha - 1
         return raw
 
     @classmethod
@@ -104,9 +82,9 @@ class JobState:
         cls, raw: dict[str, int], counters: dict[str, int] | None = None
     ) -> JobState:
         """Inverse of `registers`: decode raw register (and counter) values read from a switch."""
-        values = {f: raw[name] for f, name in REGISTERS.items()}
+        values = {f: raw[name] for f, name in JOB_REGISTERS.items()}
         values["alpha"] += 1
-        for f in COUNTERS:
+        for f in JOB_COUNTERS:
             values[f] = (counters or {}).get(f, 0)
         return cls(**values)
 
@@ -231,24 +209,26 @@ class Pipeline:
         score = self.tau_scores.get(job, 0)
 
         # 1. Window rollover.
-        if ar.window_closes(now, st.win_start, prm["t_win"], serial=tofino):
-            if st.cnt_total >= prm["n_sample"]:
+        if ar.window_closes(now, st.win_start, prm["t_win"], split=tofino):
+            if st.window_packets >= prm["n_sample"]:
                 if tofino:
                     raises = score >= 0
                 else:
-                    raises = ar.window_raises_alpha(st.cnt_op, st.cnt_total, prm["tau_q8"])
+                    raises = ar.window_raises_alpha(
+                        st.window_ahead_packets, st.window_packets, prm["tau_q8"]
+                    )
                 if raises:
                     st.alpha = min(prm["alpha_max"], st.alpha + 1)
                 else:
                     st.alpha = max(1, st.alpha - 1)
-            st.cnt_total = st.cnt_op = st.psn_rec = score = 0
+            st.window_packets = st.window_ahead_packets = st.psn_rec = score = 0
             st.win_start = now & TIMESTAMP_MASK
 
         # 2. Traffic stats, against step_min before this packet's update.
         later = ar.step_later(s, st.step_min)
-        st.cnt_total = (st.cnt_total + 1) & COUNTER_MASK
+        st.window_packets = (st.window_packets + 1) & COUNTER_MASK
         if later:
-            st.cnt_op = (st.cnt_op + 1) & COUNTER_MASK
+            st.window_ahead_packets = (st.window_ahead_packets + 1) & COUNTER_MASK
         if tofino:
             self.tau_scores[job] = ar.wrap_int32(score + ar.tau_increment(later, prm["tau_q8"]))
 

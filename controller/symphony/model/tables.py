@@ -7,18 +7,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import cache
 
+from symphony import p4names as n
 from symphony.model import arithmetic as ar
-from symphony.model.params import QUEUE_DEPTH_LIMIT, QueueParams
-
-LOG_P = "SymphonyIngress.throttle.log_p"
-LOG_PSN_REC = "SymphonyIngress.throttle.log_psn_rec"
-LOG_ALPHA = "SymphonyIngress.throttle.log_alpha"
-PROB_THRESHOLD = "SymphonyIngress.throttle.prob_threshold"
-QUEUE_THRESHOLD = "SymphonyEgress.queue_mark.queue_threshold"
+from symphony.model.params import QueueParams
+from symphony.sizes import QUEUE_DEPTH_LIMIT
 
 MatchValue = int | tuple[int, int]
 
@@ -51,47 +47,43 @@ def log_buckets() -> Iterator[tuple[int, int]]:
                 yield mant << drop, ar.PSN_BITS - drop
 
 
-def _log_table(table: str, key: str, action: str) -> list[TableEntrySpec]:
+def _table(
+    table: str, key: str, action: str, param: str, rows: Iterable[tuple[MatchValue, int]]
+) -> list[TableEntrySpec]:
+    """One entry per (match value, action-data value) row."""
     return [
-        TableEntrySpec(
-            table=table,
-            match={key: (lo, plen)},
-            action=action,
-            params={"value": ar.log_bucket_value(lo, plen)},
-        )
-        for lo, plen in log_buckets()
+        TableEntrySpec(table=table, match={key: m}, action=action, params={param: v})
+        for m, v in rows
     ]
+
+
+def _log_table(table: str, key: str, action: str) -> list[TableEntrySpec]:
+    rows = (((lo, plen), ar.log_bucket_value(lo, plen)) for lo, plen in log_buckets())
+    return _table(table, key, action, "value", rows)
 
 
 @cache
 def lut_entries() -> tuple[TableEntrySpec, ...]:
     """The four lookup tables of SPEC section 5: log2 p, log2 psn_rec, log2 alpha, exp."""
-    entries = _log_table(LOG_P, "p", "SymphonyIngress.throttle.set_log_p")
-    entries += _log_table(LOG_PSN_REC, "psn_rec", "SymphonyIngress.throttle.set_log_psn_rec")
-    entries += [
-        TableEntrySpec(
-            table=LOG_ALPHA,
-            match={"alpha": a},
-            action="SymphonyIngress.throttle.set_log_alpha",
-            params={"value": ar.log2_alpha(a)},
-        )
-        for a in range(1, ar.ALPHA_LIMIT + 1)
-    ]
-    set_threshold = "SymphonyIngress.throttle.set_threshold"
-    entries += [
-        TableEntrySpec(
-            table=PROB_THRESHOLD,
-            match={"d": d},
-            action=set_threshold,
-            params={"threshold": ar.threshold_for(d)},
-        )
-        for d in range(ar.PROB_TABLE_SIZE)
-    ]
+    entries = _log_table(n.LOG_P, "p", n.SET_LOG_P)
+    entries += _log_table(n.LOG_PSN_REC, "psn_rec", n.SET_LOG_PSN_REC)
+    alphas = range(1, ar.ALPHA_LIMIT + 1)
+    entries += _table(
+        n.LOG_ALPHA, "alpha", n.SET_LOG_ALPHA, "value", ((a, ar.log2_alpha(a)) for a in alphas)
+    )
+    distances = range(ar.PROB_TABLE_SIZE)
+    entries += _table(
+        n.PROB_THRESHOLD,
+        "d",
+        n.SET_THRESHOLD,
+        "threshold",
+        ((d, ar.threshold_for(d)) for d in distances),
+    )
     # Beyond the table P >= 1: mark always.
     entries.append(
         TableEntrySpec(
-            table=PROB_THRESHOLD,
-            action=set_threshold,
+            table=n.PROB_THRESHOLD,
+            action=n.SET_THRESHOLD,
             params={"threshold": ar.COIN_RANGE},
             is_default=True,
         )
@@ -117,7 +109,6 @@ QUEUE_RAMP_BUCKETS = 256
 def queue_mark_entries(port: int, params: QueueParams) -> list[TableEntrySpec]:
     """Range entries on (egress_port, deq_qdepth) for one port's ramp; the default is no mark."""
     params.validate()
-    action = "SymphonyEgress.queue_mark.set_threshold"
     span = params.k_max - params.k_min + 1
     width = -(-span // QUEUE_RAMP_BUCKETS)
     entries = []
@@ -125,20 +116,18 @@ def queue_mark_entries(port: int, params: QueueParams) -> list[TableEntrySpec]:
         hi = min(lo + width - 1, params.k_max)
         thr = queue_mark_threshold((lo + hi) // 2, params)
         if thr:
-            entries.append(_queue_entry(port, lo, hi, thr, action))
+            entries.append(_queue_entry(port, lo, hi, thr))
     # Always mark above K_max; with K_max at the largest depth there is no "above".
     if params.k_max + 1 < QUEUE_DEPTH_LIMIT:
-        entries.append(
-            _queue_entry(port, params.k_max + 1, QUEUE_DEPTH_LIMIT - 1, ar.COIN_RANGE, action)
-        )
+        entries.append(_queue_entry(port, params.k_max + 1, QUEUE_DEPTH_LIMIT - 1, ar.COIN_RANGE))
     return entries
 
 
-def _queue_entry(port: int, lo: int, hi: int, thr: int, action: str) -> TableEntrySpec:
+def _queue_entry(port: int, lo: int, hi: int, thr: int) -> TableEntrySpec:
     return TableEntrySpec(
-        table=QUEUE_THRESHOLD,
+        table=n.QUEUE_THRESHOLD,
         match={"egress_port": port, "deq_qdepth": (lo, hi)},
-        action=action,
+        action=n.SET_QUEUE_THRESHOLD,
         params={"threshold": thr},
         priority=1,
     )

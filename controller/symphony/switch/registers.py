@@ -1,4 +1,8 @@
-"""Per-job registers and counters, read and zeroed per target.
+"""Per-job registers and counters, read and zeroed per target: `JobRegisters`.
+
+The controller reads and resets a job's state through this interface, and so does the PTF suite
+(which also clears everything between tests and reads whole arrays): a second target needs a
+second implementation of it, nothing else.
 
 bmv2's P4Runtime server does not implement RegisterEntry (p4lang/PI#376), so on bmv2 they go
 over bmv2's Thrift runtime API (symphony.switch.thrift_registers). Tofino's P4Runtime servers
@@ -16,7 +20,12 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
-from symphony.model.pipeline import COUNTERS, REGISTERS, TOFINO_REGISTERS, JobState
+from finsy import P4CounterData, P4CounterEntry, P4RegisterEntry
+
+from symphony.model.pipeline import JobState
+from symphony.p4names import FLOW_BASE, JOB_COUNTERS, JOB_REGISTERS, TOFINO_JOB_REGISTERS
+from symphony.sizes import WRITE_BATCH
+from symphony.switch.thrift_registers import Bmv2Thrift
 
 T = TypeVar("T")
 # Reading this many jobs or more fetches whole register arrays instead of one slot per call.
@@ -24,9 +33,18 @@ READ_ALL_FROM = 32
 
 
 class JobRegisters(Protocol):
-    async def read(self, job_ids: Iterable[int]) -> dict[int, JobState]: ...
+    async def read(self, job_ids: Iterable[int]) -> dict[int, JobState]:
+        """Each job's registers and counters, decoded."""
 
-    async def reset(self, job_ids: Iterable[int]) -> None: ...
+    async def reset(self, job_ids: Iterable[int]) -> None:
+        """Zero each job's registers and counter cells (SPEC section 3's initial state)."""
+
+    async def clear_all(self) -> None:
+        """Zero every slot of every Symphony register and counter, flow bases included: the
+        state of a freshly started switch (tests start from it)."""
+
+    async def read_array(self, name: str) -> list[int]:
+        """Every slot of one register array (P4Info name), index = slot."""
 
 
 class ThriftJobRegisters:
@@ -41,8 +59,6 @@ class ThriftJobRegisters:
 
     def _connect(self) -> Any:
         if self._client is None:
-            from symphony.switch.thrift_registers import Bmv2Thrift
-
             self._client = Bmv2Thrift(host=self.host, port=self.port)
         return self._client
 
@@ -73,19 +89,19 @@ class ThriftJobRegisters:
         if len(job_ids) < READ_ALL_FROM:
             regs = {
                 name: self._call(lambda c, n=name: {j: c.register_read(n, j) for j in job_ids})
-                for name in REGISTERS.values()
+                for name in JOB_REGISTERS.values()
             }
         else:
             regs = {
                 name: self._call(lambda c, n=name: c.register_read_all(n))
-                for name in REGISTERS.values()
+                for name in JOB_REGISTERS.values()
             }
         out = {}
         for jid in job_ids:
             raw = {name: values[jid] for name, values in regs.items()}
             # bmv2's Thrift API reads one counter cell per call: (bytes, packets).
             cnt = self._call(
-                lambda c, j=jid: {f: c.counter_read(name, j)[1] for f, name in COUNTERS.items()}
+                lambda c, j=jid: {f: c.counter_read(name, j)[1] for f, name in JOB_COUNTERS.items()}
             )
             out[jid] = JobState.from_registers(raw, cnt)
         return out
@@ -95,12 +111,12 @@ class ThriftJobRegisters:
             try:
                 c = self._connect()
                 for jid in job_ids:
-                    for name in REGISTERS.values():
+                    for name in JOB_REGISTERS.values():
                         c.register_write(name, jid, 0)
                     # Counter slots are zeroed when the Thrift client can write one slot;
                     # resetting the whole array would zero every other job's counters too.
                     if hasattr(c, "counter_write"):
-                        for name in COUNTERS.values():
+                        for name in JOB_COUNTERS.values():
                             c.counter_write(name, jid, 0, 0)
             except Exception:
                 self._client = None
@@ -114,6 +130,18 @@ class ThriftJobRegisters:
         if ids:
             await asyncio.to_thread(self._reset_sync, ids)
 
+    async def clear_all(self) -> None:
+        def clear(c: Any) -> None:
+            for name in (*JOB_REGISTERS.values(), FLOW_BASE):
+                c.register_reset(name)
+            for name in JOB_COUNTERS.values():
+                c.counter_reset(name)
+
+        await asyncio.to_thread(self._call, clear)
+
+    async def read_array(self, name: str) -> list[int]:
+        return await asyncio.to_thread(self._call, lambda c: c.register_read_all(name))
+
 
 class P4RuntimeJobRegisters:
     """Tofino: RegisterEntry / CounterEntry over the switch's P4Runtime channel (finsy)."""
@@ -122,33 +150,49 @@ class P4RuntimeJobRegisters:
         self.switch = switch
 
     async def read(self, job_ids: Iterable[int]) -> dict[int, JobState]:
-        from finsy import P4CounterEntry, P4RegisterEntry
-
         ids = list(job_ids)
         raw: dict[int, dict[str, int]] = {j: {} for j in ids}
         cnt: dict[int, dict[str, int]] = {j: {} for j in ids}
         # One read per job and register; a wildcard read would fetch all MAX_JOBS slots.
-        reg_reads = [P4RegisterEntry(name, index=j) for j in ids for name in REGISTERS.values()]
+        reg_reads = [P4RegisterEntry(name, index=j) for j in ids for name in JOB_REGISTERS.values()]
         async for e in self.switch.read(reg_reads):
-            raw[e.index][_alias_to_full(e.register_id, REGISTERS.values())] = _int(e.data)
-        cnt_reads = [P4CounterEntry(name, index=j) for j in ids for name in COUNTERS.values()]
-        by_name = {v: k for k, v in COUNTERS.items()}
+            raw[e.index][_alias_to_full(e.register_id, JOB_REGISTERS.values())] = _int(e.data)
+        cnt_reads = [P4CounterEntry(name, index=j) for j in ids for name in JOB_COUNTERS.values()]
+        by_name = {v: k for k, v in JOB_COUNTERS.items()}
         async for e in self.switch.read(cnt_reads):
-            full = _alias_to_full(e.counter_id, COUNTERS.values())
+            full = _alias_to_full(e.counter_id, JOB_COUNTERS.values())
             cnt[e.index][by_name[full]] = e.packet_count
         return {j: JobState.from_registers(raw[j], cnt[j]) for j in ids}
 
     async def reset(self, job_ids: Iterable[int]) -> None:
-        from finsy import P4CounterData, P4CounterEntry, P4RegisterEntry
-
         updates: list[Any] = []
         for j in job_ids:
-            names = [*REGISTERS.values(), *TOFINO_REGISTERS.values()]
+            names = [*JOB_REGISTERS.values(), *TOFINO_JOB_REGISTERS.values()]
             updates += [~P4RegisterEntry(name, index=j, data=0) for name in names]
             zero = P4CounterData(byte_count=0, packet_count=0)
-            updates += [~P4CounterEntry(name, index=j, data=zero) for name in COUNTERS.values()]
+            updates += [~P4CounterEntry(name, index=j, data=zero) for name in JOB_COUNTERS.values()]
         if updates:
             await self.switch.write(updates)
+
+    async def clear_all(self) -> None:
+        # One update per slot (P4Runtime has no "reset the array"), sent in batches.
+        schema = self.switch.p4info
+        zero = P4CounterData(byte_count=0, packet_count=0)
+        updates: list[Any] = []
+        for name in (*JOB_REGISTERS.values(), *TOFINO_JOB_REGISTERS.values(), FLOW_BASE):
+            size = schema.registers[name].size
+            updates += [~P4RegisterEntry(name, index=i, data=0) for i in range(size)]
+        for name in JOB_COUNTERS.values():
+            size = schema.counters[name].size
+            updates += [~P4CounterEntry(name, index=i, data=zero) for i in range(size)]
+        for i in range(0, len(updates), WRITE_BATCH):
+            await self.switch.write(updates[i : i + WRITE_BATCH])
+
+    async def read_array(self, name: str) -> list[int]:
+        values = [0] * self.switch.p4info.registers[name].size
+        async for e in self.switch.read(P4RegisterEntry(name)):
+            values[e.index] = _int(e.data)
+        return values
 
 
 def _alias_to_full(alias: str, names: Iterable[str]) -> str:

@@ -34,16 +34,16 @@ import finsy
 from finsy import P4TableEntry, SwitchEvent, SwitchOptions
 from finsy.proto import p4r
 
+from symphony import p4names
 from symphony.config import Config, SwitchConfig
 from symphony.jobs.store import Job
 from symphony.model.pipeline import JobState
+from symphony.sizes import WRITE_BATCH
 from symphony.switch import desired, entries
 from symphony.switch.registers import JobRegisters, ThriftJobRegisters
 from symphony.switch.targets import Target, target
 
 LOG = logging.getLogger(__name__)
-# Updates per WriteRequest: far below gRPC's 4 MiB message limit, few round trips.
-WRITE_BATCH = 500
 # Job-entry encodings kept per session (~1 KiB each); dropped wholesale when this many.
 MAX_CACHED_JOBS = 16384
 
@@ -350,9 +350,9 @@ class SwitchSession:
 def _table_rank(entry: p4r.TableEntry, schema: Any) -> int:
     """Classifiers 2, job parameters 1, everything else 0 (delete high first, insert low first)."""
     name = schema.tables[entry.table_id].name
-    if name in (desired.T_JOB_BY_TAG, desired.T_JOB_BY_SRC):
+    if name in (p4names.JOB_BY_TAG, p4names.JOB_BY_SRC):
         return 2
-    if name == desired.T_JOB_PARAMS:
+    if name == p4names.JOB_PARAMS:
         return 1
     return 0
 

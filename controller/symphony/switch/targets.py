@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from symphony.config import PipelineConfig, SwitchConfig
+from symphony.sizes import TICK_NS
 from symphony.switch.registers import JobRegisters, P4RuntimeJobRegisters, ThriftJobRegisters
 from symphony.switch.tofino_config import TofinoProgram, pack
 
@@ -46,12 +47,12 @@ class Tofino2(Target):
         return P4RuntimeJobRegisters(session_switch)
 
 
-TARGETS: dict[str, Target] = {
-    "bmv2": Bmv2("bmv2", tick_ns=1000),
-    # p4src/t2na windows run on global_tstamp >> 10 (1.024 us ticks, docs/tofino.md).
-    "tofino2": Tofino2("tofino2", tick_ns=1024),
+# One implementation per name in sizes.TARGETS (tests/test_switch_targets.py checks it).
+BY_NAME: dict[str, Target] = {
+    "bmv2": Bmv2("bmv2", tick_ns=TICK_NS["bmv2"]),
+    "tofino2": Tofino2("tofino2", tick_ns=TICK_NS["tofino2"]),
 }
 
 
 def target(name: str) -> Target:
-    return TARGETS[name]
+    return BY_NAME[name]

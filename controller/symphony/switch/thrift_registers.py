@@ -17,6 +17,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from thrift.protocol import TBinaryProtocol, TMultiplexedProtocol
+from thrift.transport import TSocket, TTransport
+
 _ENV = "SYMPHONY_BMV2_PYTHONPATH"
 
 
@@ -73,9 +76,6 @@ class Bmv2Thrift:
     """One Thrift session to a bmv2 switch (simple_switch / simple_switch_grpc)."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 9090, timeout_s: float = 10.0):
-        from thrift.protocol import TBinaryProtocol, TMultiplexedProtocol
-        from thrift.transport import TSocket, TTransport
-
         standard, simple_switch = _import_clients()
         sock = TSocket.TSocket(host, port)
         sock.setTimeout(int(timeout_s * 1000))

@@ -19,7 +19,7 @@ control SymphonyEgressDeparser(packet_out pkt,
     Checksum() ipv4_checksum;
 
     apply {
-        if (meta.ecn_changed) {
+        if (meta.symphony.ecn_changed) {
             hdr.ipv4.hdr_checksum = ipv4_checksum.update({
                 hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
                 hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,

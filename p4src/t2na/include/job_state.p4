@@ -6,11 +6,10 @@
 // that picks exactly one of its RegisterActions: Tofino allows one stateful result per action
 // and wants a register addressed the same way in every action of a table.
 // Differences from v1model, all covered by the golden model's "tofino2" variant:
-// - the window test is serial (signed 32-bit) on a 1.024 us clock: a job idle for more than
-//   2^31 ticks (36 minutes) may see one stale window, never a wrong alpha step;
+// - the window runs on a 1.024 us clock; its unsigned test is made of two serial ones (below);
 // - eq. 5 is kept as a running sum tau_score = 256 * cnt_op - tau_q8 * cnt_total (no multiplier
 //   in a stateful ALU): the same test, exact while a window holds fewer than 2^23 packets.
-control JobState(inout symphony_meta_t meta, inout tofino_meta_t t) {
+control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
     Register<bit<32>, job_id_t>(MAX_JOBS, 0) win_start;
     Register<step_t, job_id_t>(MAX_JOBS, 0) step_min;
     Register<bit<32>, job_id_t>(MAX_JOBS, 0) psn_rec;
@@ -20,11 +19,16 @@ control JobState(inout symphony_meta_t meta, inout tofino_meta_t t) {
     Register<bit<8>, job_id_t>(MAX_JOBS, 0) alpha_m1;
     Counter<bit<32>, job_id_t>(MAX_JOBS, CounterType_t.PACKETS) packets;
 
-    // 1. Window rollover.
+    // 1. Window rollover: now - win_start >= T_win, unsigned and wrap-safe (SPEC 4.1). A stateful
+    // ALU compares the sign of a two-operand sum, so the test is split in two: the serial test
+    // win_start + (T_win - now) <= 0 (T_win - now comes with the parameters), or a gap of 2^31
+    // ticks or more, which the serial test reads backwards (a fresh job's win_start 0 on a switch
+    // up for more than 2^31 ticks, or a job idle that long). Together they are exactly the
+    // unsigned test while T_win < 2^31, which the parameters enforce (model/params.py).
     RegisterAction<bit<32>, job_id_t, bit<1>>(win_start) window = {
         void apply(inout bit<32> value, out bit<1> closed) {
-            if ((int<32>)value <= t.win_limit) {
-                value = t.now;
+            if ((int<32>)(value + meta.win_offset) <= 0 || (int<32>)(meta.now - value) < 0) {
+                value = meta.now;
                 closed = 1;
             } else {
                 closed = 0;
@@ -228,18 +232,23 @@ control JobState(inout symphony_meta_t meta, inout tofino_meta_t t) {
         op_count.execute(meta.job_id);
     }
 
+    // Keyed on step - old step_min itself, not on t.later: that saves the stage that computes
+    // t.later. Zero is the same step, the top bit set an earlier one; anything else is later.
     @hidden table op_stats {
         key = {
             t.rollover: exact;
-            t.later: exact;
+            t.step_delta: ternary;
         }
-        actions = { op_restart_later_a; op_restart_a; op_count_a; @defaultonly NoAction; }
+        actions = { op_restart_later_a; op_restart_a; op_count_a; NoAction; }
         const default_action = NoAction();
-        size = 4;
+        size = 8;
         const entries = {
-            (1, 1): op_restart_later_a();
-            (1, 0): op_restart_a();
-            (0, 1): op_count_a();
+            (1, 0 &&& 0xFFFF): op_restart_a();
+            (1, 0x8000 &&& 0x8000): op_restart_a();
+            (1, _): op_restart_later_a();
+            (0, 0 &&& 0xFFFF): NoAction();
+            (0, 0x8000 &&& 0x8000): NoAction();
+            (0, _): op_count_a();
         }
     }
 
@@ -262,19 +271,21 @@ control JobState(inout symphony_meta_t meta, inout tofino_meta_t t) {
     @hidden table score_stats {
         key = {
             t.rollover: exact;
-            t.later: exact;
+            t.step_delta: ternary;  // as in op_stats
         }
         actions = {
             score_restart_up_a; score_restart_down_a; score_up_a; score_down_a;
             @defaultonly NoAction;
         }
         const default_action = NoAction();
-        size = 4;
+        size = 8;
         const entries = {
-            (1, 1): score_restart_up_a();
-            (1, 0): score_restart_down_a();
-            (0, 1): score_up_a();
-            (0, 0): score_down_a();
+            (1, 0 &&& 0xFFFF): score_restart_down_a();
+            (1, 0x8000 &&& 0x8000): score_restart_down_a();
+            (1, _): score_restart_up_a();
+            (0, 0 &&& 0xFFFF): score_down_a();
+            (0, 0x8000 &&& 0x8000): score_down_a();
+            (0, _): score_up_a();
         }
     }
 
@@ -350,7 +361,6 @@ control JobState(inout symphony_meta_t meta, inout tofino_meta_t t) {
 
     apply {
         job_id_t job = meta.job_id;
-        t.win_limit = (int<32>)(t.now - meta.t_win);
         t.rollover = window.execute(job);
         derive_params.apply();
 

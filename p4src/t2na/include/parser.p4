@@ -6,8 +6,8 @@ parser SymphonyIngressParser(packet_in pkt,
                              out ingress_intrinsic_metadata_t ig_intr_md) {
     state start {
         // Everything starts at its default (0, false, invalid), as on v1model.
-        meta.s = { ... };
-        meta.t = { ... };
+        meta.symphony.s = { ... };
+        meta.symphony.t = { ... };
         meta.bridge.setInvalid();
         pkt.extract(ig_intr_md);
         pkt.advance(PORT_METADATA_SIZE);
@@ -22,12 +22,12 @@ parser SymphonyIngressParser(packet_in pkt,
         }
     }
 
-    // Only option-less, unfragmented IPv4 reaches UDP (see v1model/include/parser.p4).
+    // Only option-less, unfragmented IPv4 (version 4) reaches UDP (see v1model/include/parser.p4).
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
-        transition select(hdr.ipv4.ihl, hdr.ipv4.flags[0:0], hdr.ipv4.frag_offset,
-                          hdr.ipv4.protocol) {
-            (5, 0, 0, IP_PROTO_UDP): parse_udp;
+        transition select(hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.flags[0:0],
+                          hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (4, 5, 0, 0, IP_PROTO_UDP): parse_udp;
             default: accept;
         }
     }
@@ -64,11 +64,7 @@ parser SymphonyEgressParser(packet_in pkt,
                             out egress_meta_t meta,
                             out egress_intrinsic_metadata_t eg_intr_md) {
     state start {
-        meta.threshold = 0;
-        meta.coin = 0;
-        meta.coin_diff = 0;
-        meta.queue_mark = false;
-        meta.ecn_changed = false;
+        meta.symphony = { ... };
         pkt.extract(eg_intr_md);
         pkt.extract(meta.bridge);
         pkt.extract(hdr.ethernet);

@@ -7,9 +7,32 @@ struct flow_slot_t {
     bit<32> base;
 }
 
-control PsnTracker(in headers_t hdr, inout symphony_meta_t meta, inout tofino_meta_t t) {
+// The flow's slot and signature depend only on the headers: SymphonyTracker applies this before
+// classification is known, so the hashes run in the first stage beside the job lookups.
+control FlowHash(in ipv4_h ipv4, in udp_h udp, in bth_h bth, inout symphony_tofino_meta_t t) {
     Hash<bit<16>>(HashAlgorithm_t.CRC32) slot_hash;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) sig_hash;
+
+    // The hashes get a table of their own: a keyless table whose action reads a hash unit
+    // cannot also carry constants (action data). The key is sig:16 ++ step:16.
+    @hidden action hash_flow() {
+        t.flow_slot = slot_hash.get({ ipv4.src_addr, bth.dqpn });
+        t.flow_key = sig_hash.get({ ipv4.src_addr, bth.dqpn }) ++ udp.src_port;  // the step
+    }
+
+    @hidden table flow_hashes {
+        actions = { hash_flow; }
+        const default_action = hash_flow();
+        size = 1;
+    }
+
+    apply {
+        flow_hashes.apply();
+        t.psn_plus = 8w1 ++ bth.psn;  // psn + 2^24: a stored base is never 0
+    }
+}
+
+control PsnTracker(in bth_h bth, inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
     Register<flow_slot_t, bit<16>>(FLOW_SLOTS) flow_base;
 
     RegisterAction<flow_slot_t, bit<16>, bit<32>>(flow_base) flow_start = {
@@ -29,24 +52,9 @@ control PsnTracker(in headers_t hdr, inout symphony_meta_t meta, inout tofino_me
         }
     };
 
-    // The hashes get a table of their own: a keyless table whose action reads a hash unit
-    // cannot also carry constants (action data). The key is sig:16 ++ step:16.
-    @hidden action hash_flow() {
-        t.flow_slot = slot_hash.get({ hdr.ipv4.src_addr, hdr.bth.dqpn });
-        t.flow_key = sig_hash.get({ hdr.ipv4.src_addr, hdr.bth.dqpn }) ++ meta.step;
-    }
-
-    @hidden table flow_hashes {
-        actions = { hash_flow; }
-        const default_action = hash_flow();
-        size = 1;
-    }
-
     apply {
-        flow_hashes.apply();
-        t.psn_plus = 8w1 ++ hdr.bth.psn;  // psn + 2^24: a stored base is never 0
         if (meta.psn_absolute == 1) {
-            meta.p = hdr.bth.psn;
+            meta.p = bth.psn;
             meta.p_known = true;
         } else if (meta.is_first) {
             flow_start.execute(t.flow_slot);
@@ -56,7 +64,7 @@ control PsnTracker(in headers_t hdr, inout symphony_meta_t meta, inout tofino_me
             // An empty slot (key and base 0) reads as a mismatch: its base is 0.
             t.flow_rv = flow_lookup.execute(t.flow_slot);
             meta.p_known = t.flow_rv != 0;
-            meta.p = hdr.bth.psn - t.flow_rv[23:0];
+            meta.p = bth.psn - t.flow_rv[23:0];
         }
     }
 }

@@ -1,7 +1,8 @@
 // SPEC 4.4 and 5 on Tofino2: the same tables, keys and actions as v1model (throttle.p4 there
 // explains the arithmetic); comparisons become subtractions whose sign a gateway tests.
 // The decision goes straight into the bridged header: a copy after the chain would cost a stage.
-control Throttle(inout symphony_meta_t meta, inout tofino_meta_t t, inout bridge_h bridge) {
+control Throttle(inout symphony_meta_t meta, inout symphony_tofino_meta_t t,
+                 inout symphony_bridge_h bridge) {
     Counter<bit<32>, job_id_t>(MAX_JOBS, CounterType_t.PACKETS) marks;
     Random<bit<24>>() coin;
 
@@ -28,11 +29,13 @@ control Throttle(inout symphony_meta_t meta, inout tofino_meta_t t, inout bridge
         meta.d = value - t.partial;                  // log alpha + log p + k_log - log psn_rec
     }
 
+    // coin < threshold is the sign of threshold - coin (both below 2^25), computed right here:
+    // action data may be the first operand of a subtraction, and the gateway after it tests a
+    // field. The default (d beyond the table: P >= 1) gives 2^24 - coin > 0, always a mark.
     action set_threshold(bit<32> threshold) {
         meta.threshold = threshold;
+        t.coin_diff = threshold - t.coin;
     }
-
-    CoinToss() toss;
 
     table log_p {
         key = { meta.p: lpm @name("p"); }
@@ -79,8 +82,7 @@ control Throttle(inout symphony_meta_t meta, inout tofino_meta_t t, inout bridge
             if (meta.mark_enable == 1 && !meta.is_last && t.later == 1
                     && t.warm_floor != meta.n_warmup && !meta.lut_miss && meta.d[15:15] == 0) {
                 prob_threshold.apply();
-                toss.apply(t.coin, meta.threshold, t.coin_diff);
-                if (t.coin_diff[31:31] == 1) {
+                if (t.coin_diff != 0 && t.coin_diff[31:31] == 0) {
                     meta.symphony_mark = true;
                     bridge.symphony_mark = 1;
                     marks.count(meta.job_id);

@@ -1,16 +1,18 @@
-// Tofino-only metadata: the intermediate values the stateful ALUs and gateways need, which
-// v1model computes inline. Bridged from ingress to egress: what the egress needs to finish
-// SPEC 4.5 and 6 (the Symphony decision and the job for its queue-mark counter).
-header bridge_h {
+// Tofino-only metadata of the library (symphony_lib.p4): the intermediate values the stateful
+// ALUs and gateways need, which v1model computes inline, and the bridged header that carries
+// what the egress needs to finish SPEC 4.5 and 6 (Symphony's decision and the job for its
+// queue-mark counter) across the traffic manager.
+#ifndef SYMPHONY_T2NA_TYPES_P4
+#define SYMPHONY_T2NA_TYPES_P4
+
+header symphony_bridge_h {
     bit<1>   tracked;
     bit<1>   symphony_mark;
     bit<6>   _pad;
     job_id_t job_id;
 }
 
-struct tofino_meta_t {
-    bit<32> now;            // window clock: global timestamp in 1.024 us ticks
-    int<32> win_limit;      // now - T_win: a window closes when win_start <= win_limit
+struct symphony_tofino_meta_t {
     bit<1>  rollover;
     bit<16> flow_slot;
     bit<32> flow_key;       // sig:16 ++ step:16
@@ -27,20 +29,24 @@ struct tofino_meta_t {
     psn_t   warm_floor;     // max(psn_rec, N_warmup): equal to N_warmup iff psn_rec <= N_warmup
     log_t   partial;        // the partial sum of d (throttle.p4)
     bit<32> coin;
-    bit<32> coin_diff;      // coin - threshold: negative iff coin < threshold
+    bit<32> coin_diff;      // threshold - coin: positive iff coin < threshold
 }
 
-struct ingress_meta_t {
-    symphony_meta_t s;
-    tofino_meta_t   t;
-    bridge_h        bridge;
+// Everything SymphonyTracker reads and writes; the program's ingress parser zeroes it
+// (`= { ... }`), as v1model does for all metadata.
+struct symphony_ingress_t {
+    symphony_meta_t        s;
+    symphony_tofino_meta_t t;
 }
 
-struct egress_meta_t {
-    bridge_h bridge;
-    bit<32>  threshold;
-    bit<32>  coin;
-    bit<32>  coin_diff;
-    bool     queue_mark;
-    bool     ecn_changed;
+// Everything SymphonyMarker reads and writes besides the bridged header; zeroed by the egress
+// parser. ecn_changed tells the egress deparser to recompute the IPv4 checksum.
+struct symphony_egress_t {
+    bit<32> threshold;
+    bit<32> coin;
+    bit<32> coin_diff;      // threshold - coin: positive iff coin < threshold
+    bool    queue_mark;
+    bool    ecn_changed;
 }
+
+#endif

@@ -2,18 +2,18 @@
 // never changed and CE stays CE. The checksum is patched incrementally (RFC 1624, eq. 3) over
 // the one 16-bit word that changes, so it stays right with IPv4 options and a packet that came
 // with a bad checksum still has one.
-control EcnMark(inout headers_t hdr, in symphony_meta_t meta) {
+control EcnMark(inout ipv4_h ipv4, in symphony_meta_t meta) {
     apply {
-        if (hdr.ipv4.isValid() && (meta.symphony_mark || meta.queue_mark)
-                && (hdr.ipv4.ecn == ECN_ECT0 || hdr.ipv4.ecn == ECN_ECT1)) {
-            bit<16> old_word = hdr.ipv4.version ++ hdr.ipv4.ihl ++ hdr.ipv4.dscp ++ hdr.ipv4.ecn;
-            hdr.ipv4.ecn = ECN_CE;
-            bit<16> new_word = hdr.ipv4.version ++ hdr.ipv4.ihl ++ hdr.ipv4.dscp ++ hdr.ipv4.ecn;
-            bit<32> sum = (bit<32>)(~hdr.ipv4.hdr_checksum) + (bit<32>)(~old_word)
+        if (ipv4.isValid() && (meta.symphony_mark || meta.queue_mark)
+                && (ipv4.ecn == ECN_ECT0 || ipv4.ecn == ECN_ECT1)) {
+            bit<16> old_word = ipv4.version ++ ipv4.ihl ++ ipv4.dscp ++ ipv4.ecn;
+            ipv4.ecn = ECN_CE;
+            bit<16> new_word = ipv4.version ++ ipv4.ihl ++ ipv4.dscp ++ ipv4.ecn;
+            bit<32> sum = (bit<32>)(~ipv4.hdr_checksum) + (bit<32>)(~old_word)
                           + (bit<32>)new_word;
             sum = (sum & 0xFFFF) + (sum >> 16);
             sum = (sum & 0xFFFF) + (sum >> 16);
-            hdr.ipv4.hdr_checksum = ~sum[15:0];
+            ipv4.hdr_checksum = ~sum[15:0];
         }
     }
 }

@@ -1,7 +1,7 @@
 // SPEC 6: the ordinary RED-like ECN ramp on the dequeue-time queue depth, per egress port. The
 // controller installs the ramp as range entries (model/tables.py::queue_mark_entries); a port
 // without entries never marks.
-control QueueMark(in headers_t hdr, inout symphony_meta_t meta,
+control QueueMark(in ipv4_h ipv4, inout symphony_meta_t meta,
                   in standard_metadata_t standard_metadata) {
     counter(MAX_JOBS, CounterType.packets) marks;
     bit<32> ramp_threshold = 0;
@@ -26,7 +26,7 @@ control QueueMark(in headers_t hdr, inout symphony_meta_t meta,
 
     apply {
         meta.queue_mark = false;
-        if (hdr.ipv4.isValid()) {
+        if (ipv4.isValid()) {
             queue_threshold.apply();
             bit<32> coin;
             random(coin, 0, COIN_MAX);

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from finsy.proto import p4r
 
+from symphony import p4names
 from symphony.jobs.store import Job
 from symphony.model.params import JobParams
 from symphony.switch import desired, entries
@@ -83,40 +84,39 @@ def job(mode, hosts=(), job_id=42):
 def test_tag_job_entries():
     params = JobParams().to_action_params(1000)
     specs = desired.job_entries(job("tag"), params)
-    assert [s.table for s in specs] == [desired.T_JOB_PARAMS, desired.T_JOB_BY_TAG]
+    assert [s.table for s in specs] == [p4names.JOB_PARAMS, p4names.JOB_BY_TAG]
     assert specs[0].match == {"job_id": 42} and specs[0].params == params
     assert specs[1].match == {"tag": 42} and specs[1].params == {"job_id": 42}
-    assert specs[1].action == desired.A_SET_JOB
+    assert specs[1].action == p4names.SET_JOB
 
 
 def test_hosts_job_entries_one_per_address():
     specs = desired.job_entries(
         job("hosts", ["10.0.0.1", "192.168.1.2"], 9000), JobParams().to_action_params(1000)
     )
-    srcs = [s for s in specs if s.table == desired.T_JOB_BY_SRC]
+    srcs = [s for s in specs if s.table == p4names.JOB_BY_SRC]
     assert [s.match["src_addr"] for s in srcs] == [0x0A000001, 0xC0A80102]
     assert all(s.params == {"job_id": 9000} for s in srcs)
     # The parameters entry comes first so that a classified packet always finds it.
-    assert specs[0].table == desired.T_JOB_PARAMS
+    assert specs[0].table == p4names.JOB_PARAMS
 
 
 def test_base_entries_cover_routes_ports_and_luts(tmp_path):
     from test_config_load import write_example
 
     from symphony import config
-    from symphony.model import tables
 
     cfg = config.load(write_example(tmp_path))
     base = desired.base_entries(cfg.switch("s1"))
-    routes = [s for s in base if s.table == desired.T_IPV4_LPM]
+    routes = [s for s in base if s.table == p4names.IPV4_LPM]
+    # examples/bmv2.toml: 10.0.i.0/24 -> port i, ports 0-3, non-IPv4 crossing 0 <-> 1.
     assert [(r.match["dst_addr"], r.params["port"]) for r in routes] == [
-        ((0x0A000100, 24), 1),
-        ((0x0A000200, 24), 2),
+        ((0x0A000000 | i << 8, 24), i) for i in range(4)
     ]
     port_map = {
-        s.match["ingress_port"]: s.params["port"] for s in base if s.table == desired.T_PORT_MAP
+        s.match["ingress_port"]: s.params["port"] for s in base if s.table == p4names.PORT_MAP
     }
-    assert port_map == {1: 2, 2: 1}
-    qm_ports = {s.match["egress_port"] for s in base if s.table == tables.QUEUE_THRESHOLD}
-    assert qm_ports == {1, 2}
-    assert len([s for s in base if s.table == tables.PROB_THRESHOLD]) > 1000
+    assert port_map == {0: 1, 1: 0}
+    qm_ports = {s.match["egress_port"] for s in base if s.table == p4names.QUEUE_THRESHOLD}
+    assert qm_ports == {0, 1, 2, 3}
+    assert len([s for s in base if s.table == p4names.PROB_THRESHOLD]) > 1000

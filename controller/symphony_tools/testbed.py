@@ -13,11 +13,12 @@ from pathlib import Path
 
 from symphony.model import tables
 from symphony.model.tables import TableEntrySpec
+from symphony.switch.desired import cross_connect, route
 
 PORTS = 4
-# bmv2 timestamps tick in microseconds.
-BMV2_TICK_NS = 1000
-FORWARD = "SymphonyIngress.forward"
+# The repository this module lives in (controller/symphony_tools/testbed.py): bmv2_env/ keeps
+# its run files under run/ there.
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class Bmv2Env:
     device_id: int = 0
     veth_base: int = 0
     ports: int = PORTS
-    run_dir: Path = Path(__file__).resolve().parents[3] / "run/bmv2"
+    run_dir: Path = REPO / "run/bmv2"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Bmv2Env:
@@ -108,25 +109,8 @@ routes = [{routes}]
         }
 
 
-def route(prefix: int, plen: int, port: int) -> TableEntrySpec:
-    return TableEntrySpec(
-        table=f"{FORWARD}.ipv4_lpm",
-        match={"dst_addr": (prefix, plen)},
-        action=f"{FORWARD}.set_egress_port",
-        params={"port": port},
-    )
-
-
 def base_entries() -> list[TableEntrySpec]:
     """Routes, the cross-connect and the lookup tables."""
     specs = [route(0x0A000000 | i << 8, 24, i) for i in range(PORTS)]
-    specs += [
-        TableEntrySpec(
-            table=f"{FORWARD}.port_map",
-            match={"ingress_port": i},
-            action=f"{FORWARD}.set_egress_port",
-            params={"port": i ^ 1},
-        )
-        for i in range(PORTS)
-    ]
+    specs += [cross_connect(i, i ^ 1) for i in range(PORTS)]
     return specs + list(tables.lut_entries())

@@ -7,13 +7,14 @@ map RAM, gateway and stateful ALU) and `metrics.json` under `<out>/pipe/logs/` w
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from symphony.model.pipeline import COUNTERS, REGISTERS, TOFINO_REGISTERS
+from symphony.p4names import JOB_COUNTERS, JOB_REGISTERS, TOFINO_JOB_REGISTERS
 
 # Tofino2: 20 MAU stages; per stage 80 SRAMs (128 Kbit), 24 TCAMs (44 x 512), 4 stateful ALUs.
 STAGES = 20
@@ -40,6 +41,23 @@ class Summary:
     def depth(self) -> int:
         """Stages the pipeline runs through: the last used stage + 1 (gaps still count)."""
         return max(self.stages_used) + 1 if self.stages_used else 0
+
+    def part_stages(self) -> dict[str, list[int]]:
+        """The stages holding Symphony's tables and those holding the rest of the program."""
+        parts: dict[str, set[int]] = {"symphony": set(), "program": set()}
+        for name, use in self.tables.items():
+            parts[part_of(name)] |= use.stages
+        return {part: sorted(stages) for part, stages in parts.items()}
+
+
+def part_of(table: str) -> str:
+    """ "symphony" for the library's tables: its absolute P4Runtime names (SymphonyIngress.*,
+    SymphonyEgress.*) and the compiler's helper tables inside the library controls (the
+    programs instantiate them as `symphony`); "program" for the rest, our tops' `forward`
+    included."""
+    if ".forward." in table:
+        return "program"
+    return "symphony" if "symphony" in table.lower() else "program"
 
 
 @dataclass(frozen=True)
@@ -108,9 +126,13 @@ def summarize(out: Path, max_jobs: int | None = None) -> str:
         return "\n".join([*lines, "No resources.json found: compile with `-g --verbose 2`."]) + "\n"
     s = parse_resources(res)
     stage_list = ", ".join(map(str, s.stages_used))
+    parts = s.part_stages()
     lines += [
         f"Pipeline depth: **{s.depth} of {s.n_stages} stages**; stages holding tables: "
         f"{len(s.stages_used)} ({stage_list})",
+        "",
+        f"Symphony's tables: stages {_span(parts['symphony'])}; the program's own tables: "
+        f"stages {_span(parts['program'])}.",
         "",
         "| table / register | stages | SRAM | TCAM | map RAM | stateful ALU | gateway |",
         "| --- | --- | --- | --- | --- | --- | --- |",
@@ -136,13 +158,19 @@ def summarize(out: Path, max_jobs: int | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _span(stages: list[int]) -> str:
+    if not stages:
+        return "none"
+    return f"{min(stages)}-{max(stages)} ({len(stages)} stages hold tables)"
+
+
 def _per_job(out: Path, max_jobs: int | None) -> list[str]:
     """State bytes per job and the jobs that fit, from the arrays indexed by Job_ID."""
     context = _find(out, "context.json")
     if context is None or not max_jobs:
         return []
     # Job state is what the golden model calls so; the flow slots are indexed by a hash.
-    job_arrays = {*REGISTERS.values(), *TOFINO_REGISTERS.values(), *COUNTERS.values()}
+    job_arrays = {*JOB_REGISTERS.values(), *TOFINO_JOB_REGISTERS.values(), *JOB_COUNTERS.values()}
     arrays = [a for a in per_index_arrays(context) if a.name in job_arrays]
     regs = [a for a in arrays if a.kind == "register"]
     counters = [a for a in arrays if a.kind == "counter"]
@@ -169,8 +197,6 @@ def _per_job(out: Path, max_jobs: int | None) -> list[str]:
 
 
 def main() -> None:
-    import argparse
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--max-jobs", type=int)

@@ -17,11 +17,10 @@ import finsy as fy
 from finsy.proto import p4r
 
 from symphony.model.tables import TableEntrySpec
+from symphony.sizes import WRITE_BATCH
 from symphony.switch import entries
 
 T = TypeVar("T")
-# Updates per WriteRequest: well below gRPC's 4 MiB message limit.
-WRITE_BATCH = 500
 
 
 class BlockingSwitch:
@@ -51,6 +50,11 @@ class BlockingSwitch:
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(self.timeout_s)
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine on the session's loop and wait for it, e.g. one of the controller's
+        `JobRegisters` methods (the P4Runtime ones need the session's loop)."""
+        return self._call(coro)
 
     def _stop_loop(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)

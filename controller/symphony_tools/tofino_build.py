@@ -1,7 +1,9 @@
-"""`make tofino2`: compile the t2na program with p4c's open-source Tofino backend.
+"""`make tofino2`: compile the t2na programs with p4c's open-source Tofino backend.
 
 Writes the compiler output (tofino2.bin, context.json, bfrt.json), the P4Info and the resource
-logs under build/tofino2/, then the resource summary (symphony.tofino.resources) next to them.
+logs under build/tofino2/, then the resource summary (symphony_tools.tofino_resources) next to them.
+`--program fabric_demo` compiles the coexistence program (Symphony beside L2, routing with ECMP
+and an ACL) instead, by default into build/tofino2-fabric_demo/.
 `--check-toolchain` only says whether the backend is installed (exit 0) or what is missing.
 """
 
@@ -15,8 +17,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
-SOURCE = ROOT / "p4src" / "t2na" / "symphony.p4"
+from symphony.sizes import MAX_JOBS
+from symphony_tools import tofino_resources
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository (controller/symphony_tools/)
+PROGRAMS = ("symphony", "fabric_demo")  # p4src/t2na/<name>.p4
 EXTRA_PATH = "/opt/p4/bin"
 
 
@@ -36,7 +41,7 @@ def missing_toolchain() -> str | None:
     return None
 
 
-def compile_tofino2(out: Path, max_jobs: int | None = None) -> Path:
+def compile_tofino2(out: Path, max_jobs: int | None = None, program: str = "symphony") -> Path:
     out.mkdir(parents=True, exist_ok=True)
     cmd = [
         "p4c",
@@ -52,7 +57,7 @@ def compile_tofino2(out: Path, max_jobs: int | None = None) -> Path:
         "--p4runtime-force-std-externs",
         "--p4runtime-files", str(out / "symphony.p4info.txtpb"),
         "-o", str(out),
-        str(SOURCE),
+        str(ROOT / "p4src" / "t2na" / f"{program}.p4"),
     ]  # fmt: skip
     if max_jobs is not None:
         cmd[1:1] = [f"-DMAX_JOBS={max_jobs}"]
@@ -93,18 +98,10 @@ def compiler_warnings(log: str) -> list[str]:
     ]
 
 
-def sizes_max_jobs() -> int:
-    """MAX_JOBS as p4src/shared/sizes.p4 defines it."""
-    for line in (ROOT / "p4src" / "shared" / "sizes.p4").read_text().splitlines():
-        parts = line.split()
-        if parts[:2] == ["#define", "MAX_JOBS"]:
-            return int(parts[2])
-    raise RuntimeError("MAX_JOBS not found in p4src/shared/sizes.p4")
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "build" / "tofino2")
+    parser.add_argument("--program", choices=PROGRAMS, default="symphony")
+    parser.add_argument("--out", type=Path, help="default: build/tofino2[-<program>]")
     parser.add_argument("--max-jobs", type=int, default=None, help="override MAX_JOBS")
     parser.add_argument("--check-toolchain", action="store_true")
     args = parser.parse_args(argv)
@@ -116,11 +113,12 @@ def main(argv: list[str] | None = None) -> None:
         return
     if missing:
         raise SystemExit(f"make tofino2: {missing}")
-    compile_tofino2(args.out, args.max_jobs)
-    from symphony.tofino import resources
-
-    report = resources.summarize(args.out, args.max_jobs or sizes_max_jobs())
-    (args.out / "resources.md").write_text(report)
+    out = args.out or ROOT / "build" / (
+        "tofino2" if args.program == "symphony" else f"tofino2-{args.program}"
+    )
+    compile_tofino2(out, args.max_jobs, args.program)
+    report = tofino_resources.summarize(out, args.max_jobs or MAX_JOBS)
+    (out / "resources.md").write_text(report)
     print(report)
 
 

@@ -9,8 +9,14 @@ import struct
 import pytest
 from finsy import P4CounterData, P4CounterEntry, P4RegisterEntry
 
+from symphony import sizes
 from symphony.config import PipelineConfig
-from symphony.model.pipeline import COUNTERS, REGISTERS, TOFINO_REGISTERS, JobState
+from symphony.model.pipeline import JobState
+from symphony.p4names import FLOW_BASE
+from symphony.p4names import JOB_COUNTERS as COUNTERS
+from symphony.p4names import JOB_REGISTERS as REGISTERS
+from symphony.p4names import TOFINO_JOB_REGISTERS as TOFINO_REGISTERS
+from symphony.switch import targets
 from symphony.switch import tofino_config as tc
 from symphony.switch.registers import P4RuntimeJobRegisters, ThriftJobRegisters
 from symphony.switch.targets import target
@@ -119,8 +125,8 @@ def test_p4runtime_registers_read_decodes_job_state():
         (REGISTERS["step_min"], 7): 12,
         (REGISTERS["psn_rec"], 7): 300,
         (REGISTERS["alpha"], 7): 3,
-        (REGISTERS["cnt_total"], 7): 40,
-        (REGISTERS["cnt_op"], 7): 9,
+        (REGISTERS["window_packets"], 7): 40,
+        (REGISTERS["window_ahead_packets"], 7): 9,
         (REGISTERS["win_start"], 7): 1234,
     }
     counters = {
@@ -134,8 +140,8 @@ def test_p4runtime_registers_read_decodes_job_state():
         step_min=12,
         psn_rec=300,
         alpha=4,
-        cnt_total=40,
-        cnt_op=9,
+        window_packets=40,
+        window_ahead_packets=9,
         win_start=1234,
         packets=100,
         marks=5,
@@ -161,11 +167,37 @@ def test_p4runtime_registers_reset_writes_zero_to_every_slot():
     assert cnts == {(name, 5, 0, 0) for name in COUNTERS.values()}
 
 
+def test_p4runtime_clear_all_zeroes_every_slot_of_every_array():
+    class Sized:
+        def __init__(self, size):
+            self.size = size
+
+    class Schema:
+        registers = {n: Sized(3) for n in [*REGISTERS.values(), *TOFINO_REGISTERS.values()]}
+        registers[FLOW_BASE] = Sized(4)
+        counters = {n: Sized(3) for n in COUNTERS.values()}
+
+    sw = FakeP4RuntimeSwitch({}, {})
+    sw.p4info = Schema()
+    asyncio.run(P4RuntimeJobRegisters(sw).clear_all())
+    regs = {(w.register_id, w.index, w.data) for w in sw.writes if isinstance(w, P4RegisterEntry)}
+    assert regs == {(n, i, 0) for n, r in Schema.registers.items() for i in range(r.size)}
+    cnts = {(w.counter_id, w.index) for w in sw.writes if isinstance(w, P4CounterEntry)}
+    assert cnts == {(n, i) for n in COUNTERS.values() for i in range(3)}
+
+
 class FakeThrift:
     def __init__(self):
-        self.regs: dict[str, list[int]] = {n: [0] * 64 for n in REGISTERS.values()}
+        names = [*REGISTERS.values(), FLOW_BASE]
+        self.regs: dict[str, list[int]] = {n: [0] * 64 for n in names}
         self.counters: dict[str, list[int]] = {n: [0] * 64 for n in COUNTERS.values()}
         self.read_all = 0
+
+    def register_reset(self, name):
+        self.regs[name] = [0] * len(self.regs[name])
+
+    def counter_reset(self, name):
+        self.counters[name] = [0] * len(self.counters[name])
 
     def register_read_all(self, name):
         self.read_all += 1
@@ -213,3 +245,21 @@ def test_thrift_registers_many_jobs_read_whole_arrays():
     assert fake.read_all == len(REGISTERS)  # one call per register, not one per job
     assert all(got[j].step_min == j and got[j].packets == 2 * j for j in range(1, 41))
     assert asyncio.run(regs.read([7]))[7].alpha == 8 and fake.read_all == len(REGISTERS)
+
+
+def test_thrift_clear_all_and_read_array():
+    fake = FakeThrift()
+    for name in fake.regs:
+        fake.regs[name][5] = 7
+    for name in COUNTERS.values():
+        fake.counters[name][5] = 3
+    regs = ThriftJobRegisters("127.0.0.1", 9090, client=fake)
+    assert asyncio.run(regs.read_array(FLOW_BASE))[5] == 7
+    asyncio.run(regs.clear_all())
+    assert not any(asyncio.run(regs.read_array(FLOW_BASE)))
+    assert asyncio.run(regs.read([5]))[5] == JobState()
+
+
+def test_every_target_name_has_one_implementation_with_its_tick():
+    assert tuple(targets.BY_NAME) == sizes.TARGETS
+    assert {n: t.tick_ns for n, t in targets.BY_NAME.items()} == sizes.TICK_NS

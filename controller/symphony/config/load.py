@@ -1,0 +1,216 @@
+"""The controller's configuration file (TOML): read, check every field, build `Config`.
+
+Every check happens here, at start: a daemon that accepted a bad config would fail later, on one
+switch, in the middle of the night. Each error names the field it is about, with its path in the
+file (``switches[1].routes[0].prefix``), so the operator can find it without reading code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from symphony.config.addresses import split_host_port
+from symphony.config.reader import TableReader, read_toml
+from symphony.config.schema import (
+    DEFAULT_QUEUE_MARKING,
+    Config,
+    ConfigError,
+    PipelineConfig,
+    PortConfig,
+    QueueMarking,
+    Route,
+    SwitchConfig,
+)
+from symphony.config.security import api_config, check_metrics_listen
+from symphony.model.params import PARAM_NAMES, ParamError, QueueParams, check_overrides
+from symphony.sizes import PORT_MAX, QUEUE_DEPTH_LIMIT, TARGETS
+
+
+def load(path: str | Path) -> Config:
+    """Read and check a config file; raise ConfigError naming the bad field."""
+    path = Path(path)
+    return parse(read_toml(path), base_dir=path.parent)
+
+
+def parse(raw: Mapping[str, Any], base_dir: Path = Path(".")) -> Config:
+    """Check a decoded config; relative paths are relative to ``base_dir`` (the file's folder)."""
+    r = TableReader(raw, "", base_dir)
+    r.only_keys(
+        "database",
+        "switches",
+        "pipelines",
+        "defaults",
+        "queue_marking",
+        "api",
+        "metrics",
+        "controller",
+    )
+    ctl = r.table("controller")
+    ctl.only_keys(
+        "reconcile_interval_s",
+        "install_timeout_s",
+        "telemetry_interval_s",
+        "backoff_initial_s",
+        "backoff_max_s",
+    )
+    database = r.path("database", required=True)
+    assert database is not None
+    qm_defaults = _queue_marking(r.table("queue_marking"), DEFAULT_QUEUE_MARKING)
+    pipelines = _pipelines(r.table("pipelines"))
+    switches = _switches(r, qm_defaults, pipelines)
+    defaults = _defaults(r.table("defaults"))
+    api = api_config(r.table("api"))
+    metrics = r.table("metrics")
+    metrics.only_keys("listen")
+    metrics_listen = check_metrics_listen(metrics.address("listen", "127.0.0.1:9464"), api)
+    backoff_initial = ctl.number("backoff_initial_s", 0.1, lo=0.001, hi=60)
+    return Config(
+        database=database,
+        switches=switches,
+        pipelines=pipelines,
+        defaults=defaults,
+        api=api,
+        metrics_listen=metrics_listen,
+        reconcile_interval_s=ctl.number("reconcile_interval_s", 30.0, lo=0.1, hi=86400),
+        install_timeout_s=ctl.number("install_timeout_s", 5.0, lo=0.0, hi=600),
+        telemetry_interval_s=ctl.number("telemetry_interval_s", 5.0, lo=0.1, hi=3600),
+        backoff_initial_s=backoff_initial,
+        backoff_max_s=ctl.number("backoff_max_s", 2.0, lo=backoff_initial, hi=600),
+    )
+
+
+def _queue_marking(r: TableReader, fallback: Mapping[str, Any]) -> QueueMarking:
+    k_min = r.integer("k_min", fallback["k_min"], lo=0, hi=QUEUE_DEPTH_LIMIT - 1)
+    k_max = r.integer("k_max", fallback["k_max"], lo=0, hi=QUEUE_DEPTH_LIMIT - 1)
+    p_max = r.number("p_max", fallback["p_max"], lo=0.0, hi=1.0)
+    # The model's rules (it generates the entries): k_min < k_max, depths within 19 bits.
+    try:
+        QueueParams(k_min, k_max, p_max).validate()
+    except ValueError as exc:
+        name, _, reason = str(exc).partition(": ")
+        raise ConfigError(r.at(name), reason or str(exc)) from exc
+    return QueueMarking(k_min, k_max, p_max)
+
+
+def _pipelines(r: TableReader) -> dict[str, PipelineConfig]:
+    r.only_keys(*TARGETS)
+    out: dict[str, PipelineConfig] = {}
+    for target in TARGETS:
+        if target not in r.raw:
+            continue
+        p = r.table(target)
+        if target == "bmv2":
+            p.only_keys("p4info", "device_config")
+            p4info = p.path("p4info", required=True, exists=True)
+            blob = p.path("device_config", required=True, exists=True)
+            assert p4info is not None
+            out[target] = PipelineConfig(p4info=p4info, device_config=blob)
+        else:
+            p.only_keys("p4info", "program_name", "binary", "context", "bfrt", "format")
+            p4info = p.path("p4info", required=True, exists=True)
+            assert p4info is not None
+            fmt = p.choice("format", ("pi", "stratum"), "pi")
+            out[target] = PipelineConfig(
+                p4info=p4info,
+                program_name=p.name("program_name", "symphony"),
+                binary=p.path("binary", required=True, exists=True),
+                context=p.path("context", required=True, exists=True),
+                bfrt=p.path("bfrt", required=fmt == "stratum", exists=True),
+                device_config_format=fmt,
+            )
+    return out
+
+
+def _switches(
+    r: TableReader, qm_defaults: QueueMarking, pipelines: Mapping[str, PipelineConfig]
+) -> tuple[SwitchConfig, ...]:
+    items = r.array("switches", required=True)
+    if not items:
+        raise ConfigError("switches", "at least one switch is required")
+    seen_names: set[str] = set()
+    seen_targets: dict[tuple[str, int], str] = {}
+    out = []
+    for sw in items:
+        sw.only_keys(
+            "name",
+            "address",
+            "device_id",
+            "target",
+            "thrift_port",
+            "thrift_host",
+            "ports",
+            "routes",
+        )
+        name = sw.name("name")
+        if name in seen_names:
+            raise ConfigError(sw.at("name"), f"duplicate switch name {name!r}")
+        seen_names.add(name)
+        address = sw.address("address")
+        device_id = sw.integer("device_id", lo=0, hi=(1 << 64) - 1)
+        key = (address, device_id)
+        if key in seen_targets:
+            raise ConfigError(
+                sw.at("address"),
+                f"{address} device_id {device_id} is already switch {seen_targets[key]!r}",
+            )
+        seen_targets[key] = name
+        target = sw.choice("target", TARGETS)
+        if target not in pipelines:
+            raise ConfigError(sw.at("target"), f"no [pipelines.{target}] section for {target!r}")
+        thrift_port = sw.integer("thrift_port", 9090, lo=1, hi=65535)
+        thrift_host = sw.string("thrift_host", split_host_port(address)[0].strip("[]"))
+        ports = []
+        port_numbers: set[int] = set()
+        for p in sw.array("ports"):
+            p.only_keys("port", "peer", "k_min", "k_max", "p_max")
+            number = p.integer("port", lo=0, hi=PORT_MAX)
+            if number in port_numbers:
+                raise ConfigError(p.at("port"), f"duplicate port {number}")
+            port_numbers.add(number)
+            peer = p.integer("peer", None, lo=0, hi=PORT_MAX)
+            ports.append(
+                PortConfig(number, _queue_marking(p, dataclasses.asdict(qm_defaults)), peer)
+            )
+        for p in ports:
+            if p.peer is not None and p.peer not in port_numbers:
+                idx = ports.index(p)
+                raise ConfigError(
+                    f"{sw.prefix}.ports[{idx}].peer", f"port {p.peer} is not in ports"
+                )
+        routes = []
+        for rt in sw.array("routes"):
+            rt.only_keys("prefix", "port")
+            prefix = rt.network("prefix")
+            port = rt.integer("port", lo=0, hi=PORT_MAX)
+            if port_numbers and port not in port_numbers:
+                raise ConfigError(rt.at("port"), f"port {port} is not in ports")
+            if any(x.prefix == prefix for x in routes):
+                raise ConfigError(rt.at("prefix"), f"duplicate route {prefix}")
+            routes.append(Route(prefix, port))
+        out.append(
+            SwitchConfig(
+                name=name,
+                address=address,
+                device_id=device_id,
+                target=target,
+                thrift_port=thrift_port,
+                thrift_host=thrift_host,
+                ports=tuple(ports),
+                routes=tuple(routes),
+            )
+        )
+    return tuple(out)
+
+
+def _defaults(r: TableReader) -> dict[str, Any]:
+    r.only_keys(*PARAM_NAMES)
+    out = dict(r.raw)
+    # The model's own check names the field; prefix it with the section.
+    try:
+        check_overrides(out)
+    except ParamError as exc:
+        raise ConfigError(f"defaults.{exc.field}", exc.reason) from exc
+    return out

@@ -1,0 +1,123 @@
+"""The controller's configuration, as the rest of the controller sees it: frozen dataclasses.
+
+config/load.py fills them from the TOML file, after every check.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from symphony.config.addresses import is_loopback_host, split_host_port
+
+# Paper section 4.7 (DCQCN defaults): K_min = 50, K_max = 100 (packets on bmv2), P_max = 0.2.
+DEFAULT_QUEUE_MARKING = {"k_min": 50, "k_max": 100, "p_max": 0.2}
+
+
+class ConfigError(ValueError):
+    """A config value that the daemon refuses; ``field`` is its path in the file."""
+
+    def __init__(self, field_path: str, message: str) -> None:
+        super().__init__(f"config error: {field_path}: {message}")
+        self.field = field_path
+
+
+@dataclass(frozen=True)
+class QueueMarking:
+    k_min: int
+    k_max: int
+    p_max: float
+
+
+@dataclass(frozen=True)
+class PortConfig:
+    port: int
+    marking: QueueMarking
+    # Non-IPv4 traffic arriving on `port` leaves on `peer` (forward.port_map), if set.
+    peer: int | None = None
+
+
+@dataclass(frozen=True)
+class Route:
+    prefix: ipaddress.IPv4Network
+    port: int
+
+
+@dataclass(frozen=True)
+class SwitchConfig:
+    name: str
+    address: str
+    device_id: int
+    target: str
+    thrift_port: int
+    thrift_host: str
+    ports: tuple[PortConfig, ...]
+    routes: tuple[Route, ...]
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """Where the compiled program for one target lives."""
+
+    p4info: Path
+    # bmv2: the bmv2 JSON. tofino2: unused (binary/context/bfrt are packed instead).
+    device_config: Path | None = None
+    program_name: str = "symphony"
+    binary: Path | None = None
+    context: Path | None = None
+    bfrt: Path | None = None
+    # How the Tofino device config is packed: "pi" (bf_switchd's PI server, stratum_bf) or
+    # "stratum" (BfPipelineConfig protobuf, stratum_bfrt / stratum_tdi).
+    device_config_format: str = "pi"
+
+
+@dataclass(frozen=True)
+class ApiConfig:
+    listen: str = "127.0.0.1:50051"
+    token_file: Path | None = None
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    tls_client_ca: Path | None = None
+
+    @property
+    def host(self) -> str:
+        return split_host_port(self.listen)[0]
+
+    @property
+    def is_loopback(self) -> bool:
+        return is_loopback_host(self.host)
+
+    @property
+    def mtls(self) -> bool:
+        return self.tls_cert is not None and self.tls_client_ca is not None
+
+
+@dataclass(frozen=True)
+class Config:
+    database: Path
+    switches: tuple[SwitchConfig, ...]
+    pipelines: Mapping[str, PipelineConfig]
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    api: ApiConfig = field(default_factory=ApiConfig)
+    metrics_listen: str = "127.0.0.1:9464"
+    # Full read-back-and-fix of every switch, on top of the one after each (re)connection.
+    reconcile_interval_s: float = 30.0
+    # How long Allocate/Release wait for the switches before answering "pending".
+    install_timeout_s: float = 5.0
+    telemetry_interval_s: float = 5.0
+    # Reconnect backoff: first delay, doubled per failure up to the cap.
+    backoff_initial_s: float = 0.1
+    backoff_max_s: float = 2.0
+
+    def switch(self, name: str) -> SwitchConfig:
+        for sw in self.switches:
+            if sw.name == name:
+                return sw
+        raise KeyError(name)
+
+    @property
+    def switch_names(self) -> tuple[str, ...]:
+        return tuple(sw.name for sw in self.switches)

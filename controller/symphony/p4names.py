@@ -1,0 +1,104 @@
+"""Every P4Info name the Python code uses: the one place they are typed.
+
+The P4 program (p4src/) declares them; these constants repeat them for Python. Nothing here is
+trusted: tests/test_p4info_names.py checks every name below against the compiled P4Info of both
+targets (bmv2 in the normal test run, Tofino2 in the test command's Tofino2 group), and that every
+table entry the controller builds encodes against them. A name changed in P4 and not here fails
+that test, not a switch at run time.
+"""
+
+from __future__ import annotations
+
+INGRESS = "SymphonyIngress"
+EGRESS = "SymphonyEgress"
+_FORWARD = f"{INGRESS}.forward"
+_CLASSIFY = f"{INGRESS}.classify"
+_JOB_STATE = f"{INGRESS}.job_state"
+_THROTTLE = f"{INGRESS}.throttle"
+_QUEUE_MARK = f"{EGRESS}.queue_mark"
+
+# Tables and their actions ------------------------------------------------------------------
+IPV4_LPM = f"{_FORWARD}.ipv4_lpm"
+PORT_MAP = f"{_FORWARD}.port_map"
+SET_EGRESS_PORT = f"{_FORWARD}.set_egress_port"
+
+JOB_BY_TAG = f"{_CLASSIFY}.job_by_tag"
+JOB_BY_SRC = f"{_CLASSIFY}.job_by_src"
+JOB_PARAMS = f"{_CLASSIFY}.job_params"
+# A const-entry table of the program: the controller only reads it (tests check it is there).
+OPCODE_CLASS = f"{_CLASSIFY}.opcode_class"
+SET_JOB = f"{_CLASSIFY}.set_job"
+# Action data: model.params.JobParams.to_action_params (tests check the names match).
+SET_PARAMS = f"{_CLASSIFY}.set_params"
+
+LOG_P = f"{_THROTTLE}.log_p"
+LOG_PSN_REC = f"{_THROTTLE}.log_psn_rec"
+LOG_ALPHA = f"{_THROTTLE}.log_alpha"
+PROB_THRESHOLD = f"{_THROTTLE}.prob_threshold"
+SET_LOG_P = f"{_THROTTLE}.set_log_p"
+SET_LOG_PSN_REC = f"{_THROTTLE}.set_log_psn_rec"
+SET_LOG_ALPHA = f"{_THROTTLE}.set_log_alpha"
+SET_THRESHOLD = f"{_THROTTLE}.set_threshold"
+
+QUEUE_THRESHOLD = f"{_QUEUE_MARK}.queue_threshold"
+SET_QUEUE_THRESHOLD = f"{_QUEUE_MARK}.set_threshold"
+
+TABLES = (
+    IPV4_LPM,
+    PORT_MAP,
+    OPCODE_CLASS,
+    JOB_BY_TAG,
+    JOB_BY_SRC,
+    JOB_PARAMS,
+    LOG_P,
+    LOG_PSN_REC,
+    LOG_ALPHA,
+    PROB_THRESHOLD,
+    QUEUE_THRESHOLD,
+)
+ACTIONS = (
+    SET_EGRESS_PORT,
+    SET_JOB,
+    SET_PARAMS,
+    SET_LOG_P,
+    SET_LOG_PSN_REC,
+    SET_LOG_ALPHA,
+    SET_THRESHOLD,
+    SET_QUEUE_THRESHOLD,
+)
+
+# Registers and counters ----------------------------------------------------------------------
+# Per-job state field of the golden model (model.pipeline.JobState) -> register array on the
+# switch (index = Job_ID). alpha is stored minus one so that an all-zero slot is a new job.
+JOB_REGISTERS: dict[str, str] = {
+    "step_min": f"{_JOB_STATE}.step_min",
+    "psn_rec": f"{_JOB_STATE}.psn_rec",
+    "alpha": f"{_JOB_STATE}.alpha_m1",
+    "window_packets": f"{_JOB_STATE}.cnt_total",
+    "window_ahead_packets": f"{_JOB_STATE}.cnt_op",
+    "win_start": f"{_JOB_STATE}.win_start",
+}
+# Tofino2 only: eq. 5 as a running sum (docs/tofino.md); part of a job's state to clear on release.
+TOFINO_JOB_REGISTERS: dict[str, str] = {"tau_score": f"{_JOB_STATE}.tau_score"}
+# Per-flow PSN bases (index = flow slot, not a job).
+FLOW_BASE = f"{INGRESS}.psn.flow_base"
+# Per-job packet counters (index = Job_ID).
+JOB_COUNTERS: dict[str, str] = {
+    "packets": f"{_JOB_STATE}.packets",
+    "marks": f"{_THROTTLE}.marks",
+    "queue_marks": f"{_QUEUE_MARK}.marks",
+}
+
+
+def names(target: str) -> dict[str, tuple[str, ...]]:
+    """P4Info kind ("tables", "actions", "registers", "counters") -> the names the Python code
+    expects in that target's P4Info."""
+    registers = (*JOB_REGISTERS.values(), FLOW_BASE)
+    if target == "tofino2":
+        registers += tuple(TOFINO_JOB_REGISTERS.values())
+    return {
+        "tables": TABLES,
+        "actions": ACTIONS,
+        "registers": registers,
+        "counters": tuple(JOB_COUNTERS.values()),
+    }

@@ -1,0 +1,33 @@
+"""Sizes, limits and target constants: the one Python place for each.
+
+Where the P4 program fixes a size, the number here repeats p4src/shared/sizes.p4 and
+tests/test_p4info_names.py checks it against the compiled P4Info (a register's size is in it).
+"""
+
+from __future__ import annotations
+
+import re
+
+# Per-job register slots (index = Job_ID; 0 = untracked): p4src/shared/sizes.p4 MAX_JOBS.
+MAX_JOBS = 16384
+# The largest Job_ID a 13-bit BTH tag can carry.
+TAG_MAX = (1 << 13) - 1
+# Hashed per-flow PSN base slots on bmv2 (p4src/shared/sizes.p4 FLOW_SLOTS).
+FLOW_SLOTS = 65536
+# Queue depths are 19-bit fields on both targets (deq_qdepth).
+QUEUE_DEPTH_LIMIT = 1 << 19
+# bmv2 v1model ports are 9 bits; 511 is the drop port, so real ports are 0..510.
+PORT_MAX = 510
+
+TARGETS = ("bmv2", "tofino2")
+# Ingress timestamp unit per target (docs/design.md "Timestamps"): T_win is written in ticks.
+# bmv2 counts microseconds; p4src/t2na windows run on global_tstamp >> 10 (1.024 us,
+# docs/tofino.md).
+TICK_NS = {"bmv2": 1000, "tofino2": 1024}
+BMV2_TICK_NS = TICK_NS["bmv2"]
+
+# P4Runtime updates per WriteRequest: far below gRPC's 4 MiB message limit, few round trips.
+WRITE_BATCH = 500
+
+# Switch, job and program names: letters, digits, . _ -; 1-63 chars, a letter or digit first.
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
