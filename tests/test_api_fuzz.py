@@ -299,3 +299,25 @@ def test_concurrent_conflicting_requests(world, tag, n, same_key, host):
     # Leave no live job behind holding the host for the next example.
     for r in won:
         world.note(world.call("Release", pb.JobRef(job=str(r.job.job_id))))
+
+
+def test_a_clash_of_thousands_of_hosts_still_gets_its_status(world):
+    """The message names a few of the clashing hosts: all 4,096 (55 KB) overflowed gRPC's
+    header limit and the caller got RESOURCE_EXHAUSTED instead of ALREADY_EXISTS."""
+    hosts = [f"10.77.{i // 256}.{i % 256}" for i in range(1, 4097)]
+    first = pb.AllocateRequest(
+        request_key="many-1", name="many-1", mode="hosts", hosts=hosts, switches=["s2"]
+    )
+    world.note(world.call("Allocate", first))
+    second = pb.AllocateRequest(
+        request_key="many-2", name="many-2", mode="hosts", hosts=hosts, switches=["s2"]
+    )
+    with pytest.raises(grpc.RpcError) as err:
+        world.stub.Allocate(second, timeout=30)
+    assert err.value.code() == grpc.StatusCode.ALREADY_EXISTS
+    assert (
+        err.value.details().startswith("hosts: 10.77.0.1, ")
+        and "and 4088 more" in err.value.details()
+    )
+    world.check()
+    world.note(world.call("Release", pb.JobRef(job="many-1")))
