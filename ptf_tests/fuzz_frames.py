@@ -65,8 +65,7 @@ FIELDS: list[tuple[str, int, int]] = [
 ]
 PORTS = 4
 JOBS = 4  # jobs of valid traffic per plan, tag and hosts mode
-# Steady windows: a job's window never closes, or closes at every packet (ptf_tests/base_test).
-T_WIN_NEVER_US = 3_600_000_000.0
+# A window that closes at every packet (T_win = 0, as base_test.T_WIN_ALWAYS_US).
 T_WIN_ALWAYS_US = 0.0
 
 
@@ -200,7 +199,9 @@ def generate(seed: int, packets: int, valid_share: float = 0.5) -> FuzzPlan:
     seq = valid_sequence(seed, packets=int(packets * valid_share) + 1, jobs=JOBS)
     plan = FuzzPlan(seed)
     for job in seq.jobs:
-        t_win = rng.choice([T_WIN_NEVER_US, T_WIN_ALWAYS_US])
+        # sequences.generate's jobs have a window that never closes in a test; keep it or make
+        # it close at every packet.
+        t_win = rng.choice([job.params.t_win_us, T_WIN_ALWAYS_US])
         plan.jobs.append(replace(job, params=replace(job.params, t_win_us=t_win)))
     valid = [bytes(p) for p in seq.items if not (isinstance(p, tuple) and p[0] == CLOSE_WINDOW)]
     weights = [w for _, w in MUTATIONS]
