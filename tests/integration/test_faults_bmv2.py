@@ -17,6 +17,7 @@ import time
 
 import grpc
 import pytest
+from scapy.config import conf
 from test_controller_bmv2 import (
     ENV,
     T_JOB_BY_SRC,
@@ -46,6 +47,14 @@ pytestmark = [
 # The most hosts one job may list: 4096 job_by_src entries take several write batches (500
 # each), so a kill can land between them.
 HOSTS = [f"10.{100 + i // 256}.{i % 256}.1" for i in range(4096)]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fresh_interfaces(setup):  # noqa: F811 - the imported fixture
+    """The switch's veth ports are new (test_controller_bmv2 deleted and this module's switch
+    re-created them); scapy caches interface indexes per process and would send to the old ones
+    (ENODEV)."""
+    conf.ifaces.reload()
 
 
 def stub_of(ctl: Controller) -> pb_grpc.JobServiceStub:
