@@ -1,6 +1,6 @@
 """SPEC 2 and 4.3: step and in-step progress (Algorithm 1, lines 3-10)."""
 
-from base_test import T_WIN_NEVER_US, SymphonyTest
+from base_test import T_WIN_ALWAYS_US, T_WIN_NEVER_US, SymphonyTest
 
 from symphony import packets as rp
 from symphony.model.params import JobParams
@@ -79,6 +79,48 @@ class StepWrapIsOneStepLater(SymphonyTest):
         self.assertEqual(self.assert_state(JOB).step_min, 65535)
         self.roce(rp.rocev2(opcode=rp.WRITE_LAST, step=65535, psn=5, tag=JOB, src=B))
         self.assertEqual(self.assert_state(JOB).step_min, 0)
+
+
+class StepMaxGivesTheLiveOverlap(SymphonyTest):
+    """step_max and the overlap it gives: a two-step misalignment, the wrap, the reset with the
+    window. assert_state compares every register, step_max included, with the model."""
+
+    def overlap(self, step_min: int, step_max: int, overlap: int) -> None:
+        st = self.assert_state(JOB)
+        self.assertEqual((st.step_min, st.step_max, st.step_overlap), (step_min, step_max, overlap))
+
+    def runTest(self) -> None:
+        self.install_job(JOB)
+        for p in msg(4, 3):  # step 4 completes: step_min 5
+            self.roce(p)
+        self.overlap(5, 4, 0)  # every step the window saw has completed
+        for p in msg(5, 4, last=False):
+            self.roce(p)
+        self.overlap(5, 5, 1)
+        # A worker two steps ahead: step_max - step_min = 2, three steps in flight.
+        for p in msg(7, 4, src=B, last=False):
+            self.roce(p)
+        self.overlap(5, 7, 3)
+        # The window closes: step_max restarts from the next packet's step, as psn_rec does.
+        self.set_window(JOB, T_WIN_ALWAYS_US)
+        self.roce(msg(5, 4, last=False)[-1])
+        self.set_window(JOB, T_WIN_NEVER_US)
+        self.overlap(5, 5, 1)
+
+
+class StepMaxWrapsSerially(SymphonyTest):
+    def runTest(self) -> None:
+        self.install_job(JOB)
+        for p in msg(65533, 3):  # step_min 65534
+            self.roce(p)
+        for p in msg(65534, 3, src=B, last=False):
+            self.roce(p)
+        for p in msg(1, 3, last=False):  # 3 steps after 65534, across the wrap
+            self.roce(p)
+        st = self.assert_state(JOB)
+        self.assertEqual((st.step_min, st.step_max, st.step_overlap), (65534, 1, 4))
+        self.roce(msg(65535, 3, src=B, last=False)[1])  # serially earlier than 1: no change
+        self.assertEqual(self.assert_state(JOB).step_max, 1)
 
 
 class PsnWrapsInRelativeMode(SymphonyTest):

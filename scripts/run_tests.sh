@@ -51,6 +51,13 @@ if [ -n "$toolchain_missing" ] && [ $strict = 1 ]; then
   strict_failures+=("toolchain missing:$toolchain_missing (install p4c and bmv2: docs/toolchain.md)")
 fi
 
+# Slurm, munge and Prometheus for the operator-side integration tests (Debian packages).
+echo "== test dependencies (scripts/install_test_deps.sh)"
+if ! scripts/install_test_deps.sh; then
+  echo "install_test_deps FAILED: the Slurm and Prometheus tests will skip"
+  [ $strict = 1 ] && strict_failures+=("scripts/install_test_deps.sh failed (Slurm, munge, Prometheus)")
+fi
+
 echo "== unit and integration tests (pytest)"
 "$venv/bin/python" -m pytest -q -rs -m "not tofino2" tests 2>&1 | tee run/pytest.log
 summary=$(tail -n 1 run/pytest.log)

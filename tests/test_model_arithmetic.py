@@ -142,3 +142,12 @@ def test_tofino_16_bit_d_equals_the_exact_sum_everywhere() -> None:
         assert ar.mark_threshold(k_log, a, p, rec, tofino=True) == ar.mark_threshold(
             k_log, a, p, rec
         )
+
+
+def test_step_overlap_is_serial() -> None:
+    assert ar.step_overlap(5, 5) == 1
+    assert ar.step_overlap(5, 7) == 3
+    assert ar.step_overlap(65535, 1) == 3  # across the wrap
+    assert ar.step_overlap(8, 7) == 0  # step_max behind step_min: all completed
+    assert ar.step_overlap(0, ar.STEP_HALF - 1) == ar.STEP_HALF
+    assert ar.step_overlap(0, ar.STEP_HALF) == 0  # the ambiguous distance counts as behind

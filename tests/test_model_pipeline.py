@@ -147,6 +147,44 @@ def test_step_wrap_is_one_step_later() -> None:
     assert pl.state(JOB).step_min == 0 and d.mark is False  # step 0 is the current step
 
 
+def test_step_max_is_the_windows_highest_step_and_gives_the_overlap() -> None:
+    pl = pipeline()
+    run_step(pl, 5, 3, last=False)  # the first packet of a fresh job sets step_max
+    # A fresh job's step_min is 0 until a LAST packet (or an earlier step) moves it.
+    assert (pl.state(JOB).step_max, pl.state(JOB).step_overlap) == (5, 6)
+    run_step(pl, 4, 2, src=HOST_B, qp=4)  # step 4 completes: step_min 5
+    assert (pl.state(JOB).step_min, pl.state(JOB).step_overlap) == (5, 1)
+    run_step(pl, 7, 3, last=False, src=HOST_B)  # two steps ahead: a two-step misalignment
+    st = pl.state(JOB)
+    assert (st.step_min, st.step_max, st.step_overlap) == (5, 7, 3)
+    pl.process(pkt(WRITE_MIDDLE, 6, 9, src=HOST_B, qp=2), 0)  # in between: no change
+    assert pl.state(JOB).step_max == 7
+    run_step(pl, 7, 3, src=HOST_B, qp=3)  # step 7 completes: step_min 8 passes step_max
+    assert (pl.state(JOB).step_min, pl.state(JOB).step_overlap) == (8, 0)
+
+
+def test_step_max_is_serial_across_the_wrap() -> None:
+    pl = pipeline()
+    run_step(pl, 65534, 3, last=False)
+    run_step(pl, 1, 3, last=False, src=HOST_B)  # 3 steps after 65534
+    st = pl.state(JOB)
+    assert (st.step_min, st.step_max, st.step_overlap) == (65534, 1, 4)
+    pl.process(pkt(WRITE_MIDDLE, 65535, 9, src=HOST_B, qp=2), 0)  # serially earlier than 1
+    assert pl.state(JOB).step_max == 1
+
+
+def test_step_max_resets_with_the_window() -> None:
+    pl = pipeline()
+    run_step(pl, 2, 2, qp=4)  # step_min 3
+    run_step(pl, 3, 3, last=False)
+    run_step(pl, 9, 3, last=False, src=HOST_B)
+    assert (pl.state(JOB).step_max, pl.state(JOB).step_overlap) == (9, 7)
+    pl.job_params[JOB]["t_win"] = 0  # the next packet closes the window, as for psn_rec
+    pl.process(pkt(WRITE_MIDDLE, 3, 3), 1)
+    st = pl.state(JOB)
+    assert (st.step_min, st.step_max, st.step_overlap, st.psn_rec) == (3, 3, 1, 3)
+
+
 def test_window_rollover_raises_lowers_and_guards_alpha() -> None:
     pl = pipeline(tau=0.25, n_sample=4)
     prm = pl.job_params[JOB]
@@ -190,7 +228,13 @@ def test_two_jobs_are_isolated() -> None:
 
 def test_register_encoding_round_trips() -> None:
     st = JobState(
-        step_min=3, psn_rec=4, alpha=5, window_packets=6, window_ahead_packets=7, win_start=8
+        step_min=3,
+        psn_rec=4,
+        step_max=9,
+        alpha=5,
+        window_packets=6,
+        window_ahead_packets=7,
+        win_start=8,
     )
     raw = st.registers()
     assert raw["SymphonyIngress.job_state.alpha_m1"] == 4

@@ -45,7 +45,7 @@ def test_metrics_have_per_job_per_switch_series():
     job = SimpleNamespace(job_id=7, name="resnet", switches=("s1", "s2", "s3"))
     mgr = FakeManager(
         {
-            "s1": FakeSession({7: JobState(step_min=3, alpha=2, packets=40, marks=4)}),
+            "s1": FakeSession({7: JobState(step_min=3, step_max=5, alpha=2, packets=40, marks=4)}),
             "s2": FakeSession({}, fail=True),
             "s3": FakeSession({}, ready=False),
         },
@@ -56,10 +56,12 @@ def test_metrics_have_per_job_per_switch_series():
     reg = CollectorRegistry()
     reg.register(col)
     text = generate_latest(reg).decode()
-    assert 'symphony_job_step_min{job="resnet",job_id="7",switch="s1"} 3.0' in text
-    assert 'symphony_job_alpha{job="resnet",job_id="7",switch="s1"} 2.0' in text
-    assert 'symphony_job_packets_total{job="resnet",job_id="7",switch="s1"} 40.0' in text
-    assert 'symphony_job_symphony_marks_total{job="resnet",job_id="7",switch="s1"} 4.0' in text
+    assert 'symphony_job_step_min{job_id="7",job_name="resnet",switch="s1"} 3.0' in text
+    assert 'symphony_job_alpha{job_id="7",job_name="resnet",switch="s1"} 2.0' in text
+    assert 'symphony_job_step_max{job_id="7",job_name="resnet",switch="s1"} 5.0' in text
+    assert 'symphony_job_step_overlap{job_id="7",job_name="resnet",switch="s1"} 3.0' in text
+    assert 'symphony_job_packets_total{job_id="7",job_name="resnet",switch="s1"} 40.0' in text
+    assert 'symphony_job_symphony_marks_total{job_id="7",job_name="resnet",switch="s1"} 4.0' in text
     assert 'switch="s2"}' not in text.split("symphony_telemetry_read_errors")[0]
     assert 'symphony_telemetry_read_errors_total{switch="s2"} 1.0' in text
     assert 'symphony_switch_up{switch="s1"} 1.0' in text

@@ -20,14 +20,12 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-import grpc
 from google.protobuf import json_format
 
 from symphony.api import symphony_pb2 as pb
-from symphony.api import symphony_pb2_grpc as pb_grpc
+from symphony.client import ApiError, Client, Credentials, Retry
 from symphony.model.params import PARAM_KINDS
 
 
@@ -50,7 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tls-ca", help="CA that signed the controller's certificate (enables TLS)")
     p.add_argument("--tls-cert", help="client certificate (mTLS)")
     p.add_argument("--tls-key", help="client key (mTLS)")
-    p.add_argument("--timeout", type=float, default=30.0)
+    p.add_argument("--timeout", type=float, default=30.0, help="per attempt, seconds")
+    p.add_argument(
+        "--retries", type=int, default=5, help="attempts on UNAVAILABLE / DEADLINE_EXCEEDED"
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     sub = p.add_subparsers(dest="group", required=True)
 
@@ -81,58 +82,35 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def channel(args: argparse.Namespace) -> grpc.Channel:
-    if args.tls_ca:
-        creds = grpc.ssl_channel_credentials(
-            root_certificates=Path(args.tls_ca).read_bytes(),
-            private_key=Path(args.tls_key).read_bytes() if args.tls_key else None,
-            certificate_chain=Path(args.tls_cert).read_bytes() if args.tls_cert else None,
-        )
-        return grpc.secure_channel(args.api, creds)
-    return grpc.insecure_channel(args.api)
+def client(args: argparse.Namespace) -> Client:
+    creds = Credentials.from_files(args.token_file, args.tls_ca, args.tls_cert, args.tls_key)
+    return Client(args.api, creds, timeout_s=args.timeout, retry=Retry(attempts=args.retries))
 
 
-def metadata(args: argparse.Namespace) -> list[tuple[str, str]]:
-    if args.token_file:
-        return [("authorization", f"Bearer {Path(args.token_file).read_text().strip()}")]
-    return []
-
-
-def params_msg(values: Sequence[tuple[str, Any]]) -> pb.Params:
-    msg = pb.Params()
-    for name, value in values:
-        setattr(msg, name, value)
-    return msg
-
-
-def call(args: argparse.Namespace, stub: pb_grpc.JobServiceStub) -> Any:
-    kw = {"timeout": args.timeout, "metadata": metadata(args)}
-    g, c = args.group, args.cmd
-    if (g, c) == ("job", "allocate"):
-        return stub.Allocate(
-            pb.AllocateRequest(
-                request_key=args.request_key or f"ctl:{args.name}",
-                name=args.name,
+def call(args: argparse.Namespace, c: Client) -> Any:
+    """One command through the client library (which retries transient failures)."""
+    params = dict(getattr(args, "param", None) or getattr(args, "values", None) or [])
+    match args.group, args.cmd:
+        case "job", "allocate":
+            return c.allocate(
+                args.request_key or f"ctl:{args.name}",
+                args.name,
                 mode=args.mode,
                 hosts=args.host,
                 switches=args.switch,
-                params=params_msg(args.param),
-            ),
-            **kw,
-        )
-    if (g, c) == ("job", "release"):
-        return stub.Release(pb.JobRef(job=args.job), **kw)
-    if (g, c) == ("job", "list"):
-        return stub.List(pb.ListRequest(include_released=args.all), **kw)
-    if (g, c) == ("job", "show"):
-        return stub.Get(pb.JobRef(job=args.job), **kw)
-    if (g, c) == ("switch", "status"):
-        return stub.SwitchStatus(pb.SwitchStatusRequest(), **kw)
-    if (g, c) == ("params", "set"):
-        return stub.SetParams(
-            pb.SetParamsRequest(job=args.job, params=params_msg(args.values)), **kw
-        )
-    raise AssertionError((g, c))
+                params=params,
+            )
+        case "job", "release":
+            return c.release(args.job)
+        case "job", "list":
+            return pb.ListReply(jobs=c.list(include_released=args.all))
+        case "job", "show":
+            return c.get(args.job)
+        case "switch", "status":
+            return pb.SwitchStatusReply(switches=c.switch_status())
+        case "params", "set":
+            return c.set_params(params, job=args.job)
+    raise AssertionError((args.group, args.cmd))
 
 
 # ---- human output --------------------------------------------------------------------------
@@ -183,7 +161,8 @@ def render(args: argparse.Namespace, reply: Any) -> str:
     elif isinstance(reply, pb.GetReply):
         out += render_job(reply.job)
         out.append(
-            f"  {'SWITCH':<12} {'STEP_MIN':>8} {'PSN_REC':>8} {'ALPHA':>5} "
+            f"  {'SWITCH':<12} {'STEP_MIN':>8} {'STEP_MAX':>8} {'OVERLAP':>7} {'PSN_REC':>8} "
+            f"{'ALPHA':>5} "
             f"{'WIN_PKTS':>8} {'WIN_AHEAD':>9} {'PACKETS':>9} {'MARKS':>7} {'Q_MARKS':>7}"
         )
         for s in reply.live:
@@ -191,7 +170,8 @@ def render(args: argparse.Namespace, reply: Any) -> str:
                 out.append(f"  {s.switch:<12} {s.error}")
                 continue
             out.append(
-                f"  {s.switch:<12} {s.step_min:>8} {s.psn_rec:>8} {s.alpha:>5} "
+                f"  {s.switch:<12} {s.step_min:>8} {s.step_max:>8} {s.step_overlap:>7} "
+                f"{s.psn_rec:>8} {s.alpha:>5} "
                 f"{s.window_packets:>8} {s.window_ahead_packets:>9} {s.packets:>9} {s.marks:>7} "
                 f"{s.queue_marks:>7}"
             )
@@ -218,18 +198,16 @@ def render(args: argparse.Namespace, reply: Any) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    with channel(args) as ch:
-        stub = pb_grpc.JobServiceStub(ch)
-        try:
-            reply = call(args, stub)
-        except grpc.RpcError as exc:
-            code = exc.code()
-            detail = exc.details()
-            if args.json:
-                print(json.dumps({"error": code.name, "message": detail}))
-            else:
-                print(f"symphonyctl: {code.name}: {detail}", file=sys.stderr)
-            return 1
+    try:
+        with client(args) as c:
+            reply = call(args, c)
+    except (ApiError, ValueError, OSError) as exc:
+        code, detail = (exc.code.name, exc.message) if isinstance(exc, ApiError) else ("", str(exc))
+        if args.json:
+            print(json.dumps({"error": code or "INVALID_ARGUMENT", "message": detail}))
+        else:
+            print(f"symphonyctl: {code + ': ' if code else ''}{detail}", file=sys.stderr)
+        return 1
     if args.json:
         print(
             json_format.MessageToJson(

@@ -73,6 +73,7 @@ ACTIONS = (
 JOB_REGISTERS: dict[str, str] = {
     "step_min": f"{_JOB_STATE}.step_min",
     "psn_rec": f"{_JOB_STATE}.psn_rec",
+    "step_max": f"{_JOB_STATE}.step_max",
     "alpha": f"{_JOB_STATE}.alpha_m1",
     "window_packets": f"{_JOB_STATE}.cnt_total",
     "window_ahead_packets": f"{_JOB_STATE}.cnt_op",

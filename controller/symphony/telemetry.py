@@ -27,10 +27,16 @@ from symphony.model.pipeline import JobState
 
 LOG = logging.getLogger(__name__)
 
-# JobState field -> (metric name, help, is a counter)
+# JobState field (or property) -> (metric name, help, is a counter)
 JOB_SERIES: dict[str, tuple[str, str, bool]] = {
     "step_min": ("symphony_job_step_min", "Slowest step seen in the job (step_min).", False),
     "psn_rec": ("symphony_job_psn_rec", "Progress of the slowest step (psn_rec).", False),
+    "step_max": ("symphony_job_step_max", "Highest step seen in the current window.", False),
+    "step_overlap": (
+        "symphony_job_step_overlap",
+        "Steps in flight: step_max - step_min + 1 in the current window (0: all completed).",
+        False,
+    ),
     "alpha": ("symphony_job_alpha", "Marking aggressiveness alpha.", False),
     "window_packets": ("symphony_job_window_packets", "Packets in the current window.", False),
     "window_ahead_packets": (
@@ -64,13 +70,15 @@ class SymphonyCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         with self._lock:
             snap = self.snapshot
-        labels = ["job_id", "job", "switch"]
+        # "job_name", not "job": Prometheus gives every scraped series its scrape job in "job"
+        # (and would rename ours to "exported_job").
+        labels = ["job_id", "job_name", "switch"]
         families = {}
         for f, (name, doc, is_counter) in JOB_SERIES.items():
             cls = CounterMetricFamily if is_counter else GaugeMetricFamily
             families[f] = cls(name, doc, labels=labels)
         for (job_id, job_name, sw), state in sorted(snap.jobs.items()):
-            values = asdict(state)
+            values = {**asdict(state), "step_overlap": state.step_overlap}
             for f, fam in families.items():
                 fam.add_metric([str(job_id), job_name, sw], values[f])
         yield from families.values()

@@ -20,6 +20,8 @@ def main() -> None:
             "protoc",
             f"-I{ROOT}",
             f"--python_out={ROOT}",
+            # Type stubs of the messages: symphony.client's callers get typed replies.
+            f"--pyi_out={ROOT}",
             f"--grpc_python_out={ROOT}",
             str(ROOT / "symphony" / "api" / "symphony.proto"),
         ]

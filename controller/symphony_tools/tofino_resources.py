@@ -36,6 +36,7 @@ class Summary:
     stages_used: list[int]
     n_stages: int
     tables: dict[str, TableUse]
+    hash_bits: int = 0  # hash-unit output bits in use, summed over the stages
 
     @property
     def depth(self) -> int:
@@ -44,20 +45,38 @@ class Summary:
 
     def part_stages(self) -> dict[str, list[int]]:
         """The stages holding Symphony's tables and those holding the rest of the program."""
-        parts: dict[str, set[int]] = {"symphony": set(), "program": set()}
+        parts: dict[str, set[int]] = {"symphony": set(), "program": set(), "unnamed": set()}
         for name, use in self.tables.items():
             parts[part_of(name)] |= use.stages
         return {part: sorted(stages) for part, stages in parts.items()}
 
 
+# The library's P4 files: the compiler names the helper tables it makes for their statements
+# tbl_<file><line> (and their gateways <table>-gateway).
+_LIBRARY_FILES = (
+    "classify",
+    "psn",
+    "job_state",
+    "throttle",
+    "queue_mark",
+    "ecn_mark",
+    "symphony_lib",
+)
+
+
 def part_of(table: str) -> str:
-    """ "symphony" for the library's tables: its absolute P4Runtime names (SymphonyIngress.*,
-    SymphonyEgress.*) and the compiler's helper tables inside the library controls (the
-    programs instantiate them as `symphony`); "program" for the rest, our tops' `forward`
-    included."""
+    """Which part a table belongs to. "symphony": the library's absolute P4Runtime names
+    (SymphonyIngress.*, SymphonyEgress.*) and the helper tables the compiler makes for statements
+    in the library's files; "unnamed": the compiler's free-standing gateways (cond-N), which
+    name no source; "program": the rest, our tops' `forward` included."""
     if ".forward." in table:
         return "program"
-    return "symphony" if "symphony" in table.lower() else "program"
+    if table.startswith("cond-"):
+        return "unnamed"
+    if "symphony" in table.lower():
+        return "symphony"
+    base = table.removeprefix("tbl_").split("-")[0].rstrip("0123456789_")
+    return "symphony" if table.startswith("tbl_") and base in _LIBRARY_FILES else "program"
 
 
 @dataclass(frozen=True)
@@ -115,7 +134,10 @@ def parse_resources(path: Path) -> Summary:
                     use.stages.add(n)
                     setattr(use, attr, getattr(use, attr) + 1)
                     used.add(n)
-    return Summary(sorted(used), int(mau.get("nStages", STAGES)), dict(tables))
+    hash_bits = sum(
+        len(stage.get("hash_bits", {}).get("bits", [])) for stage in mau.get("mau_stages", [])
+    )
+    return Summary(sorted(used), int(mau.get("nStages", STAGES)), dict(tables), hash_bits)
 
 
 def summarize(out: Path, max_jobs: int | None = None) -> str:
@@ -132,7 +154,8 @@ def summarize(out: Path, max_jobs: int | None = None) -> str:
         f"{len(s.stages_used)} ({stage_list})",
         "",
         f"Symphony's tables: stages {_span(parts['symphony'])}; the program's own tables: "
-        f"stages {_span(parts['program'])}.",
+        f"stages {_span(parts['program'])}; the compiler's unnamed gateways (cond-N): "
+        f"stages {_span(parts['unnamed'])}.",
         "",
         "| table / register | stages | SRAM | TCAM | map RAM | stateful ALU | gateway |",
         "| --- | --- | --- | --- | --- | --- | --- |",
@@ -152,6 +175,8 @@ def summarize(out: Path, max_jobs: int | None = None) -> str:
     lines += [
         f"| **total** | | {total.srams} | {total.tcams} | {total.map_rams} |"
         f" {total.stateful_alus} | |",
+        "",
+        f"Hash bits in use (all stages): {s.hash_bits}.",
         "",
     ]
     lines += _per_job(out, max_jobs)

@@ -45,9 +45,11 @@ control Classify(in ipv4_h ipv4, in udp_h udp, in bth_h bth, inout symphony_meta
     }
 
     table job_by_tag {
-        key = { bth.resv6 ++ bth.resv7: exact @name("tag"); }  // the 13-bit job tag
-        actions = { set_job; @defaultonly untracked; }
-        default_action = untracked();
+        key = { meta.tag: exact @name("tag"); }
+        // A miss writes nothing: the source lookup that follows it then writes the Job_ID alone,
+        // so a pipelined target can place both lookups in one stage.
+        actions = { set_job; @defaultonly NoAction; }
+        default_action = NoAction();
         size = TAG_TABLE_SIZE;
     }
 
@@ -84,22 +86,23 @@ control Classify(in ipv4_h ipv4, in udp_h udp, in bth_h bth, inout symphony_meta
 
     // The opcode and the job lookups are independent, and the source lookup depends on the tag
     // lookup only through its miss (a control dependency, not a data one), so a pipelined target
-    // runs all three side by side; only the parameters wait for the Job_ID. A packet is tracked
-    // when the opcode is step traffic and the job has parameters.
+    // runs all three side by side; only the parameters wait for the Job_ID. The Job_ID starts at
+    // 0 (metadata is zeroed), and a packet is tracked only when its opcode is step traffic and
+    // it has a Job_ID: job_params' miss clears the Job_ID, and the callers test both
+    // (symphony_lib.p4), which saves a stage over clearing `tracked` here.
     apply {
-        meta.job_id = 0;
         meta.step = udp.src_port;
         if (bth.tver == 0) {
             opcode_class.apply();
         }
-        if ((bth.resv6 == 0 && bth.resv7 == 0) || !job_by_tag.apply().hit) {
+        // Tag 0 never has an entry (Job_IDs start at 1), so an untagged packet misses too.
+        if (!job_by_tag.apply().hit) {
             job_by_src.apply();
         }
-        if (meta.tracked && meta.job_id != 0) {
+        // Looked up for every packet with a Job_ID, tracked opcode or not: the lookup then waits
+        // only for the Job_ID, and the callers decide what is tracked.
+        if (meta.job_id != 0) {
             job_params.apply();
-        }
-        if (meta.job_id == 0) {
-            meta.tracked = false;
         }
     }
 }

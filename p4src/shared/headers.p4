@@ -71,6 +71,7 @@ struct symphony_meta_t {
     job_id_t job_id;
     bool     is_first;      // step-starting opcode (FIRST/ONLY)
     bool     is_last;       // step-completing opcode (LAST/ONLY)
+    bit<13>  tag;           // resv6 ++ resv7, joined by the parser (roce_parser.p4)
     step_t   step;
     // Parameters of the job (classify.job_params).
     bit<1>   mark_enable;

@@ -48,6 +48,8 @@ struct demo_egress_meta_t {
 
 parser DemoIngressParser(packet_in pkt, out demo_headers_t hdr, out demo_ingress_meta_t meta,
                          out ingress_intrinsic_metadata_t ig_intr_md) {
+    SymphonyRoceParser() roce;
+
     state start {
         meta.symphony.s = { ... };
         meta.symphony.t = { ... };
@@ -93,20 +95,7 @@ parser DemoIngressParser(packet_in pkt, out demo_headers_t hdr, out demo_ingress
     }
 
     state parse_bth {
-        pkt.extract(hdr.bth);
-        transition select(hdr.bth.opcode) {
-            RC_RDMA_WRITE_FIRST: parse_reth;
-            RC_RDMA_WRITE_ONLY: parse_reth;
-            RC_RDMA_WRITE_ONLY_IMM: parse_reth;
-            UC_RDMA_WRITE_FIRST: parse_reth;
-            UC_RDMA_WRITE_ONLY: parse_reth;
-            UC_RDMA_WRITE_ONLY_IMM: parse_reth;
-            default: accept;
-        }
-    }
-
-    state parse_reth {
-        pkt.extract(hdr.reth);
+        roce.apply(pkt, hdr.bth, hdr.reth, meta.symphony.s);
         transition accept;
     }
 }

@@ -96,15 +96,16 @@ class Controller:
     def __init__(self, tmp: Path):
         self.tmp = tmp
         self.api = f"127.0.0.1:{free_port()}"
+        self.metrics = f"127.0.0.1:{free_port()}"
         self.cfg = tmp / "controller.toml"
         self.cfg.write_text(
             ENV.controller_toml(
                 api=self.api,
-                metrics=f"127.0.0.1:{free_port()}",
+                metrics=self.metrics,
                 p4info=P4INFO,
                 bmv2_json=BMV2_JSON,
                 controller="reconcile_interval_s = 60\nbackoff_initial_s = 0.05\n"
-                "backoff_max_s = 0.5",
+                "backoff_max_s = 0.5\ntelemetry_interval_s = 0.5",
             )
         )
         self.proc: subprocess.Popen | None = None
@@ -206,25 +207,31 @@ def send(pkts: list) -> None:
     sendp(pkts, iface=ENV.host_if(0), verbose=False)
 
 
-def expected_state(job_id: int, pkts: list, *, tag: bool = True) -> dict:
-    """The golden model's state after ``pkts`` for a fresh job with T_win = 0 (every packet
-    closes a window, so the result does not depend on the switch's clock)."""
+def expected_state(
+    job_id: int, pkts: list, *, tag: bool = True, params=None, marks: bool = False
+) -> dict:
+    """The golden model's state after ``pkts`` for a fresh job, by default with T_win = 0
+    (every packet closes a window, so the result does not depend on the switch's clock). Every
+    decision must be certain (P = 0 or 1), and with ``marks`` False never a mark."""
     from symphony.model.params import JobParams
     from symphony.model.pipeline import Pipeline
     from symphony.packets import parsed_view
 
     views = [parsed_view(p) for p in pkts]
     model = Pipeline()
-    params = JobParams(t_win_us=0.0).to_action_params(ENV_TICK_NS)
+    params = (params or JobParams(t_win_us=0.0)).to_action_params(ENV_TICK_NS)
     hosts = () if tag else (views[0].src,)
     model.install_job(job_id, params, tag=tag, hosts=hosts)
     for i, v in enumerate(views):
         d = model.process(v, now=1000 + i)
-        assert d.mark is False, "test packets must be deterministic (never marked)"
+        assert d.mark is not None, "test packets must be deterministic (P = 0 or 1)"
+        assert marks or d.mark is False, "test packets must never be marked"
     st = model.state(job_id)
     return {
         "step_min": st.step_min,
         "psn_rec": st.psn_rec,
+        "step_max": st.step_max,
+        "step_overlap": st.step_overlap,
         "alpha": st.alpha,
         "window_packets": st.window_packets,
         "window_ahead_packets": st.window_ahead_packets,
@@ -399,3 +406,82 @@ def test_controller_restart_changes_nothing(setup):
     # No pipeline push (it would have wiped the registers), no register reset.
     assert live_of(ctl, "steady") == before_state
     ctl.ctl("job", "release", "steady")
+
+
+def test_overlap_gauge_tracks_a_two_step_misalignment_into_prometheus(setup, tmp_path):
+    """bmv2 against the golden model for a job whose workers are two steps apart, then the same
+    numbers out of a real Prometheus scraping the controller: live jobs, marks, step overlap,
+    the recording rule, and every query of the Grafana dashboard."""
+    from services import Prometheus, missing_tools, wait_for
+
+    from symphony.model.params import JobParams
+    from symphony.packets import WRITE_FIRST, WRITE_LAST, WRITE_MIDDLE, rocev2
+    from symphony_tools import dashboard
+
+    if (why := missing_tools("prometheus")) is not None:
+        pytest.skip(f"Prometheus test skipped: {why}")
+    ctl = setup
+    # No window closes during the test; k = 255 marks every outpacing packet past the warm-up
+    # (P = 1), so the switch's marks are exact too.
+    prm = JobParams(t_win_us=2_000_000_000.0, k=255.0, n_warmup=2, n_sample=4)
+    args = [f"--param={k}={v}" for k, v in (("t_win_us", prm.t_win_us), ("k", prm.k),
+            ("n_warmup", prm.n_warmup), ("n_sample", prm.n_sample))]  # fmt: skip
+    r = ctl.ctl("job", "allocate", "--name", "overlap", "--mode", "tag", "--switch", "s1", *args)
+    job_id = r["job"]["job_id"]
+
+    def msg(step, n, src, last=False, psn=100):
+        ops = [WRITE_FIRST] + [WRITE_MIDDLE] * (n - 2) + [WRITE_LAST if last else WRITE_MIDDLE]
+        return [
+            rocev2(opcode=op, step=step, psn=psn + i, tag=job_id, src=src, dst="10.0.1.1")
+            for i, op in enumerate(ops)
+        ]
+
+    # Worker A finishes step 4 and is 5 packets into step 5; worker B is already in step 7.
+    pkts = msg(4, 2, "10.0.0.1", last=True) + msg(5, 6, "10.0.0.1") + msg(7, 4, "10.0.0.2")
+    send(pkts)
+    live = wait_packets(ctl, "overlap", len(pkts))
+    want = expected_state(job_id, pkts, params=prm, marks=True)
+    assert masked(live) == want
+    assert (live["step_min"], live["step_max"], live["step_overlap"]) == (5, 7, 3)
+    assert live["marks"] == want["marks"] == 3  # B's MIDDLEs; its FIRST has p = 0
+    show = subprocess.run(
+        [sys.executable, "-m", "symphony.cli", "--api", ctl.api, "job", "show", "overlap"],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    assert "OVERLAP" in show
+    print(f"golden model: {want}\nsymphonyctl job show overlap:\n{show}")
+
+    rules = Path(__file__).resolve().parents[2] / "deploy/prometheus/symphony-rules.yml"
+    prom = Prometheus(tmp_path, [ctl.metrics], [rules])
+    try:
+        sel = f'job_name="overlap",job_id="{job_id}",switch="s1"'
+
+        def value(expr: str) -> float | None:
+            got = prom.query(expr)
+            return float(got[0]["value"][1]) if got else None
+
+        assert (
+            wait_for("overlap scraped", lambda: value(f"symphony_job_step_overlap{{{sel}}}")) == 3
+        )
+        assert value(f"symphony_job_step_max{{{sel}}}") == 7
+        assert value(f"symphony_job_step_min{{{sel}}}") == 5
+        assert value(f"symphony_job_symphony_marks_total{{{sel}}}") == 3
+        assert value('symphony_jobs{state="active"}') >= 1
+        assert value('symphony_switch_up{switch="s1"}') == 1
+        rec = f'symphony:job_step_overlap:max{{job_name="overlap",job_id="{job_id}"}}'
+        assert wait_for("recording rule", lambda: value(rec)) == 3
+        print(f"prometheus: {rec} = 3, symphony_job_step_overlap{{{sel}}} = 3, step_max 7, "
+              "step_min 5, symphony_job_symphony_marks_total 3")  # fmt: skip
+        # Every dashboard query evaluates on the real server, and all but the read-error panel
+        # (no errors: no series) have data.
+        board = json.loads(dashboard.OUT.read_text())
+        for title, expr in dashboard.queries(board):
+            got = wait_for(
+                f"dashboard panel {title!r}: {expr}",
+                lambda e=expr, t=title: prom.query(e) or (t == "Telemetry read errors" or None),
+            )
+            n = "no series (no read errors)" if got is True else f"{len(got)} series"
+            print(f"dashboard {title!r}: {expr} -> {n}")
+    finally:
+        prom.stop()
+        ctl.ctl("job", "release", "overlap")

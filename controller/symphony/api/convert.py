@@ -46,7 +46,9 @@ def job_to_pb(job: Job, effective: Any | None = None) -> pb.Job:
 def live_to_pb(switch: str, state: JobState | str) -> pb.LiveState:
     if isinstance(state, str):
         return pb.LiveState(switch=switch, available=False, error=state)
-    return pb.LiveState(switch=switch, available=True, **asdict(state))
+    return pb.LiveState(
+        switch=switch, available=True, step_overlap=state.step_overlap, **asdict(state)
+    )
 
 
 def switch_results(status: Mapping[str, str]) -> list[pb.SwitchResult]:

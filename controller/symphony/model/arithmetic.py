@@ -50,6 +50,14 @@ def step_earlier(s: int, ref: int) -> bool:
     return ((s - ref) & STEP_MASK) >= STEP_HALF
 
 
+def step_overlap(step_min: int, step_max: int) -> int:
+    """The job's step overlap as a switch sees it: step_max - step_min + 1 steps in flight,
+    serially (RFC 1982). 0 when step_max is behind step_min: every step the window saw has
+    completed (a LAST packet moved step_min past it)."""
+    d = (step_max - step_min) & STEP_MASK
+    return d + 1 if d < STEP_HALF else 0
+
+
 def relative_psn(psn: int, base: int) -> int:
     """Position of a packet inside its step: (psn - base) mod 2^24 (SPEC section 2)."""
     return (psn - base) & PSN_MASK

@@ -62,6 +62,8 @@ class JobState:
 
     step_min: int = 0
     psn_rec: int = 0
+    # The serially highest step seen in the current window (reset with it, as psn_rec is).
+    step_max: int = 0
     alpha: int = 1
     window_packets: int = 0  # packets in the current window (P4: cnt_total)
     window_ahead_packets: int = 0  # of them, of a later step than step_min (P4: cnt_op)
@@ -87,6 +89,11 @@ class JobState:
         for f in JOB_COUNTERS:
             values[f] = (counters or {}).get(f, 0)
         return cls(**values)
+
+    @property
+    def step_overlap(self) -> int:
+        """step_max - step_min + 1 (serial; 0 when step_max is behind): the live overlap."""
+        return ar.step_overlap(self.step_min, self.step_max)
 
 
 @dataclass(frozen=True)
@@ -224,8 +231,11 @@ class Pipeline:
             st.window_packets = st.window_ahead_packets = st.psn_rec = score = 0
             st.win_start = now & TIMESTAMP_MASK
 
-        # 2. Traffic stats, against step_min before this packet's update.
+        # 2. Traffic stats, against step_min before this packet's update. The window's first
+        #    packet (none counted yet: a fresh job or a window just closed) sets step_max.
         later = ar.step_later(s, st.step_min)
+        if st.window_packets == 0 or ar.step_later(s, st.step_max):
+            st.step_max = s
         st.window_packets = (st.window_packets + 1) & COUNTER_MASK
         if later:
             st.window_ahead_packets = (st.window_ahead_packets + 1) & COUNTER_MASK

@@ -1,7 +1,7 @@
 // SPEC 3 and 4.1-4.3 on Tofino2. Each register is one stateful ALU, visited once per packet; the
 // SPEC's sequential steps become a chain of stages (docs/tofino.md has the stage map):
 //   win_start (closes the window?), step_min (returns step - old step_min), cnt_total
-//   -> psn_rec -> cnt_op, tau_score -> alpha_m1.
+//   -> psn_rec, step_max -> cnt_op, tau_score -> alpha_m1.
 // A register whose action depends on the packet gets a small hidden table with constant entries
 // that picks exactly one of its RegisterActions: Tofino allows one stateful result per action
 // and wants a register addressed the same way in every action of a table.
@@ -12,6 +12,7 @@
 control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
     Register<bit<32>, job_id_t>(MAX_JOBS, 0) win_start;
     Register<step_t, job_id_t>(MAX_JOBS, 0) step_min;
+    Register<step_t, job_id_t>(MAX_JOBS, 0) step_max;
     Register<bit<32>, job_id_t>(MAX_JOBS, 0) psn_rec;
     Register<bit<32>, job_id_t>(MAX_JOBS, 0) cnt_total;
     Register<bit<32>, job_id_t>(MAX_JOBS, 0) cnt_op;
@@ -92,8 +93,28 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
         }
     };
     RegisterAction<bit<32>, job_id_t, bit<1>>(cnt_total) total_count = {
-        void apply(inout bit<32> value) {
+        void apply(inout bit<32> value, out bit<1> first) {
+            if (value == 0) {
+                first = 1;
+            } else {
+                first = 0;
+            }
             value = value + 1;
+        }
+    };
+
+    // 2. step_max, the window's highest step (the live overlap's upper end): its first packet
+    // (a fresh job, or the window just closed) sets it, later ones raise it serially.
+    RegisterAction<step_t, job_id_t, step_t>(step_max) step_max_set = {
+        void apply(inout step_t value) {
+            value = meta.step;
+        }
+    };
+    RegisterAction<step_t, job_id_t, step_t>(step_max) step_max_raise = {
+        void apply(inout step_t value) {
+            if ((int<16>)(meta.step - value) > 0) {
+                value = meta.step;
+            }
         }
     };
     RegisterAction<bit<32>, job_id_t, bit<32>>(cnt_op) op_restart_later = {
@@ -203,10 +224,11 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
     // runs exactly one of its actions.
     @hidden action total_restart_a() {
         t.enough = total_restart.execute(meta.job_id);
+        t.first = 1;
     }
 
     @hidden action total_count_a() {
-        total_count.execute(meta.job_id);
+        t.first = total_count.execute(meta.job_id);
     }
 
     @hidden table total_stats {
@@ -217,6 +239,27 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
         const entries = {
             1: total_restart_a();
             0: total_count_a();
+        }
+    }
+
+    // step_max after cnt_total (it needs t.first), beside psn_rec: no stage of its own, and
+    // nothing later in the pipeline reads it.
+    @hidden action step_max_set_a() {
+        step_max_set.execute(meta.job_id);
+    }
+
+    @hidden action step_max_raise_a() {
+        step_max_raise.execute(meta.job_id);
+    }
+
+    @hidden table step_max_update {
+        key = { t.first: exact; }
+        actions = { step_max_set_a; step_max_raise_a; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = 2;
+        const entries = {
+            1: step_max_set_a();
+            0: step_max_raise_a();
         }
     }
 
@@ -232,8 +275,8 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
         op_count.execute(meta.job_id);
     }
 
-    // Keyed on step - old step_min itself, not on t.later: that saves the stage that computes
-    // t.later. Zero is the same step, the top bit set an earlier one; anything else is later.
+    // Keyed on step - old step_min itself: zero is the same step, the top bit set an earlier one,
+    // anything else is later (an outpacing packet). No separate "later" flag, no stage for it.
     @hidden table op_stats {
         key = {
             t.rollover: exact;
@@ -359,25 +402,24 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
         }
     }
 
+    // Statements in the order the stages can run them: Tofino places the tables of one sequence
+    // in that sequence's order, so a table written early cannot wait for one written before it.
     apply {
         job_id_t job = meta.job_id;
+        // Stage A: the window, step_min and the derived constants need only the parameters.
         t.rollover = window.execute(job);
-        derive_params.apply();
-
         step_update.apply();
-        // Outpacing: serially later than the old step_min (sign of step - old step_min).
-        t.later = 0;
-        if (t.step_delta != 0 && t.step_delta[15:15] == 0) {
-            t.later = 1;
-        }
-
-        psn_rec_update.apply();
-
+        derive_params.apply();
+        packets.count(job);
+        // Stage A+1: the window's counters restart or count (rollover, step_delta).
         total_stats.apply();
+        step_max_update.apply();
         op_stats.apply();
         score_stats.apply();
+        // Stage A+2: psn_rec (needs p, one stage after the flow slot) and alpha (needs the
+        // closed window's score and count).
+        psn_rec_update.apply();
         alpha_update.apply();
         meta.alpha = t.alpha_m1 + 1;
-        packets.count(job);
     }
 }

@@ -4,6 +4,8 @@ parser SymphonyIngressParser(packet_in pkt,
                              out headers_t hdr,
                              out ingress_meta_t meta,
                              out ingress_intrinsic_metadata_t ig_intr_md) {
+    SymphonyRoceParser() roce;
+
     state start {
         // Everything starts at its default (0, false, invalid), as on v1model.
         meta.symphony.s = { ... };
@@ -41,20 +43,7 @@ parser SymphonyIngressParser(packet_in pkt,
     }
 
     state parse_bth {
-        pkt.extract(hdr.bth);
-        transition select(hdr.bth.opcode) {
-            RC_RDMA_WRITE_FIRST: parse_reth;
-            RC_RDMA_WRITE_ONLY: parse_reth;
-            RC_RDMA_WRITE_ONLY_IMM: parse_reth;
-            UC_RDMA_WRITE_FIRST: parse_reth;
-            UC_RDMA_WRITE_ONLY: parse_reth;
-            UC_RDMA_WRITE_ONLY_IMM: parse_reth;
-            default: accept;
-        }
-    }
-
-    state parse_reth {
-        pkt.extract(hdr.reth);
+        roce.apply(pkt, hdr.bth, hdr.reth, meta.symphony.s);
         transition accept;
     }
 }

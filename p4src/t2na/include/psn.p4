@@ -52,18 +52,29 @@ control PsnTracker(in bth_h bth, inout symphony_meta_t meta, inout symphony_tofi
         }
     };
 
+    // The slot is read or restarted first, whatever the mode (as on v1model: a FIRST restarts
+    // its flow's slot in absolute mode too), so the stateful ALU runs as soon as the packet is
+    // known to be tracked; p follows from its result in the next stage.
     apply {
+        if (meta.is_first) {
+            flow_start.execute(t.flow_slot);
+        } else {
+            // An empty slot (key and base 0) reads as a mismatch: its base is 0.
+            t.flow_rv = flow_lookup.execute(t.flow_slot);
+        }
         if (meta.psn_absolute == 1) {
             meta.p = bth.psn;
             meta.p_known = true;
         } else if (meta.is_first) {
-            flow_start.execute(t.flow_slot);
             meta.p_known = true;
             meta.p = 0;
         } else {
-            // An empty slot (key and base 0) reads as a mismatch: its base is 0.
-            t.flow_rv = flow_lookup.execute(t.flow_slot);
-            meta.p_known = t.flow_rv != 0;
+            // A gateway, not `p_known = flow_rv != 0`: bf-p4c 9.13.4 mis-sizes that comparison
+            // as a 32-bit ALU result in some PHV layouts (a compiler bug seen in fabric_demo.p4).
+            meta.p_known = false;
+            if (t.flow_rv != 0) {
+                meta.p_known = true;
+            }
             meta.p = bth.psn - t.flow_rv[23:0];
         }
     }

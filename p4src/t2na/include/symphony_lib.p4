@@ -23,6 +23,7 @@
 #include "../../shared/sizes.p4"
 #include "../../shared/headers.p4"
 #include "types.p4"
+#include "../../shared/roce_parser.p4"
 #include "../../shared/classify.p4"
 #include "psn.p4"
 #include "job_state.p4"
@@ -51,8 +52,8 @@ control SymphonyTracker(in ipv4_h ipv4, in udp_h udp, in bth_h bth,
         // Windows run on a 1.024 us clock: bits 41..10 of the ns timestamp. An identity hash
         // picks them out of the crossbar already aligned (a shift would span two containers).
         sym.s.now = clock.get({ global_tstamp[41:10] });
-        // Everything that needs only the headers starts in the first stage: the flow hashes,
-        // the opcode class and the job lookups; the parameters follow in the second.
+        // Everything that needs only the headers starts in the first stages: the flow hashes,
+        // the opcode class and the job lookups, then the parameters.
         flow_hash.apply(ipv4, udp, bth, sym.t);
         if (parser_err == 0 && bth.isValid()) {
             classify.apply(ipv4, udp, bth, sym.s);

@@ -79,7 +79,8 @@ control Throttle(inout symphony_meta_t meta, inout symphony_tofino_meta_t t,
             // Outpacing against the new step_min: a LAST moved it past this step; an earlier
             // step moved it onto this step; otherwise it is the old one (job_state.p4).
             // d < 0 means P < 2^-16: no lookup, no mark.
-            if (meta.mark_enable == 1 && !meta.is_last && t.later == 1
+            if (meta.mark_enable == 1 && !meta.is_last
+                    && t.step_delta != 0 && t.step_delta[15:15] == 0  // later than step_min
                     && t.warm_floor != meta.n_warmup && !meta.lut_miss && meta.d[15:15] == 0) {
                 prob_threshold.apply();
                 if (t.coin_diff != 0 && t.coin_diff[31:31] == 0) {

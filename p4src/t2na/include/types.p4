@@ -19,11 +19,11 @@ struct symphony_tofino_meta_t {
     bit<32> psn_plus;       // psn + 2^24 (bit 24 marks a stored base as valid)
     bit<32> flow_rv;        // the stored base (psn + 2^24) on a match, 0 on a mismatch
     step_t  step_delta;     // step - old step_min (serial order from its top bit)
-    bit<1>  later;          // step serially later than the old step_min (an outpacing packet)
     int<32> tau_up;         // 256 - tau_q8: eq. 5's running sum for an outpacing packet
     int<32> tau_down;       // -tau_q8: for any other packet
     bit<32> old_score;      // the closed window's score (two's complement)
     bit<1>  enough;         // the closed window held at least N_sample packets
+    bit<1>  first;          // the window's first packet (cnt_total was 0, or it just closed)
     bit<8>  alpha_m1;
     bit<8>  alpha_max_m1;
     psn_t   warm_floor;     // max(psn_rec, N_warmup): equal to N_warmup iff psn_rec <= N_warmup

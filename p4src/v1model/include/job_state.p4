@@ -2,6 +2,7 @@
 control JobState(inout symphony_meta_t meta, in bit<32> now) {
     register<step_t>(MAX_JOBS) step_min;
     register<psn_t>(MAX_JOBS) psn_rec;
+    register<step_t>(MAX_JOBS) step_max;      // highest step of the window: the live overlap
     register<bit<8>>(MAX_JOBS) alpha_m1;      // alpha - 1: an all-zero slot is a new job
     register<bit<32>>(MAX_JOBS) cnt_total;
     register<bit<32>>(MAX_JOBS) cnt_op;
@@ -12,12 +13,14 @@ control JobState(inout symphony_meta_t meta, in bit<32> now) {
         bit<32> job = (bit<32>)meta.job_id;
         step_t smin;
         psn_t rec;
+        step_t smax;
         bit<8> am1;
         bit<32> total;
         bit<32> op;
         bit<32> start;
         step_min.read(smin, job);
         psn_rec.read(rec, job);
+        step_max.read(smax, job);
         alpha_m1.read(am1, job);
         cnt_total.read(total, job);
         cnt_op.read(op, job);
@@ -42,7 +45,13 @@ control JobState(inout symphony_meta_t meta, in bit<32> now) {
 
         // 2. Traffic stats, against step_min before this packet's own update. Steps compare as
         //    serial numbers: d in 1..2^15-1 is later, 2^15..2^16-1 is earlier.
+        //    The window's first packet (total still 0: a new job or a window just closed) sets
+        //    step_max, so it resets with the window; later ones raise it (serially).
         step_t d = meta.step - smin;
+        step_t dmax = meta.step - smax;
+        if (total == 0 || (dmax != 0 && dmax[15:15] == 0)) {
+            smax = meta.step;
+        }
         total = total + 1;
         if (d != 0 && d[15:15] == 0) {
             op = op + 1;
@@ -61,6 +70,7 @@ control JobState(inout symphony_meta_t meta, in bit<32> now) {
 
         step_min.write(job, smin);
         psn_rec.write(job, rec);
+        step_max.write(job, smax);
         alpha_m1.write(job, alpha - 1);
         cnt_total.write(job, total);
         cnt_op.write(job, op);

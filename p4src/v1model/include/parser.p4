@@ -5,6 +5,8 @@ parser SymphonyParser(packet_in pkt,
                       out headers_t hdr,
                       inout symphony_meta_t meta,
                       inout standard_metadata_t standard_metadata) {
+    SymphonyRoceParser() roce;
+
     state start {
         pkt.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
@@ -34,20 +36,7 @@ parser SymphonyParser(packet_in pkt,
     }
 
     state parse_bth {
-        pkt.extract(hdr.bth);
-        transition select(hdr.bth.opcode) {
-            RC_RDMA_WRITE_FIRST: parse_reth;
-            RC_RDMA_WRITE_ONLY: parse_reth;
-            RC_RDMA_WRITE_ONLY_IMM: parse_reth;
-            UC_RDMA_WRITE_FIRST: parse_reth;
-            UC_RDMA_WRITE_ONLY: parse_reth;
-            UC_RDMA_WRITE_ONLY_IMM: parse_reth;
-            default: accept;
-        }
-    }
-
-    state parse_reth {
-        pkt.extract(hdr.reth);
+        roce.apply(pkt, hdr.bth, hdr.reth, meta);
         transition accept;
     }
 }

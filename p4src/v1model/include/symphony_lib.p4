@@ -18,6 +18,7 @@
 
 #include "../../shared/sizes.p4"
 #include "../../shared/headers.p4"
+#include "../../shared/roce_parser.p4"
 #include "../../shared/classify.p4"
 #include "psn.p4"
 #include "job_state.p4"
@@ -39,6 +40,9 @@ control SymphonyTracker(in ipv4_h ipv4, in udp_h udp, in bth_h bth,
         // a dropped packet never reaches a queue (the paper examines dequeued packets).
         if (eligible && bth.isValid()) {
             classify.apply(ipv4, udp, bth, meta);
+        }
+        if (meta.job_id == 0) {
+            meta.tracked = false;
         }
         if (meta.tracked) {
             psn.apply(ipv4, bth, meta);

@@ -1,0 +1,305 @@
+"""The Python client of the controller's job API, for schedulers, NCCL wrappers and symphonyctl.
+
+    from symphony.client import Client, Credentials
+
+    with Client("10.0.0.5:50051", Credentials.from_files(token_file="/etc/symphony/token")) as c:
+        job = c.allocate("slurm:1234", "slurm-1234", switches=["leaf1"]).job
+        print(job.job_id)          # what the hosts write in their packets (docs/client.md)
+        c.release("slurm-1234")
+
+`AsyncClient` has the same methods as coroutines (grpc.aio). Every call is retried on the
+transient codes in `Retry.codes` with exponential backoff: safe because every method is
+idempotent on the server - `allocate` on its request key (a retried request gets the same job and
+Job_ID), `release` ends in the same state (and ``missing_ok`` turns the NOT_FOUND a retry of a
+release that did land gets into success), the rest read or set absolute values. Errors that are
+not transient raise `ApiError` with the gRPC status code and the controller's message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+import grpc
+
+from symphony.api import symphony_pb2 as pb
+from symphony.api import symphony_pb2_grpc as pb_grpc
+from symphony.model.params import PARAM_KINDS
+
+T = TypeVar("T")
+ParamValues = Mapping[str, float | int | str]
+DEFAULT_API = "127.0.0.1:50051"
+
+
+class ApiError(Exception):
+    """A refused or failed call: ``code`` is the gRPC status, ``message`` the controller's."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(f"{code.name}: {message}")
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """A bearer token and/or TLS (server CA; client certificate and key for mTLS)."""
+
+    token: str | None = None
+    tls_ca: bytes | None = None
+    tls_cert: bytes | None = None
+    tls_key: bytes | None = None
+
+    @classmethod
+    def from_files(
+        cls,
+        token_file: str | Path | None = None,
+        tls_ca: str | Path | None = None,
+        tls_cert: str | Path | None = None,
+        tls_key: str | Path | None = None,
+    ) -> Credentials:
+        def read(p: str | Path | None) -> bytes | None:
+            return Path(p).read_bytes() if p else None
+
+        if bool(tls_cert) != bool(tls_key):
+            raise ValueError("mTLS needs both a client certificate and its key")
+        if tls_cert and not tls_ca:
+            raise ValueError("a client certificate needs the server's CA (tls_ca) too")
+        token = Path(token_file).read_text().strip() if token_file else None
+        return cls(token or None, read(tls_ca), read(tls_cert), read(tls_key))
+
+    def metadata(self) -> list[tuple[str, str]]:
+        return [("authorization", f"Bearer {self.token}")] if self.token else []
+
+    def channel_credentials(self) -> grpc.ChannelCredentials | None:
+        if self.tls_ca is None:
+            return None
+        return grpc.ssl_channel_credentials(
+            root_certificates=self.tls_ca, private_key=self.tls_key, certificate_chain=self.tls_cert
+        )
+
+
+@dataclass(frozen=True)
+class Retry:
+    """How often and how long to retry a call that failed with a transient status."""
+
+    attempts: int = 5
+    first_delay_s: float = 0.2
+    max_delay_s: float = 5.0
+    codes: frozenset[grpc.StatusCode] = field(
+        default=frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+    )
+
+    def delays(self) -> Iterable[float]:
+        """The pause before each retry (attempts - 1 of them)."""
+        d = self.first_delay_s
+        for _ in range(self.attempts - 1):
+            yield d
+            d = min(self.max_delay_s, d * 2)
+
+
+NO_RETRY = Retry(attempts=1)
+
+
+def params_msg(values: ParamValues | None) -> pb.Params:
+    """A Params message from ``{name: value}``; unknown names and wrong kinds raise ValueError."""
+    msg = pb.Params()
+    for name, value in (values or {}).items():
+        if name not in PARAM_KINDS:
+            raise ValueError(f"unknown parameter {name!r} (known: {', '.join(PARAM_KINDS)})")
+        setattr(msg, name, PARAM_KINDS[name](value))
+    return msg
+
+
+def _allocate_request(
+    request_key: str,
+    name: str,
+    mode: str,
+    switches: Iterable[str],
+    hosts: Iterable[str],
+    params: ParamValues | None,
+) -> pb.AllocateRequest:
+    if not request_key:
+        raise ValueError("request_key is required: it makes a retried allocate safe")
+    return pb.AllocateRequest(
+        request_key=request_key,
+        name=name,
+        mode=mode,
+        hosts=list(hosts),
+        switches=list(switches),
+        params=params_msg(params),
+    )
+
+
+def _error(exc: grpc.RpcError) -> ApiError:
+    return ApiError(exc.code(), exc.details() or "")
+
+
+def _released(job: str | int) -> pb.JobReply:
+    """What `release(missing_ok=True)` returns for a job that is not live (any more)."""
+    return pb.JobReply(job=pb.Job(name=str(job), state="released"))
+
+
+class _Base:
+    """What both clients share: credentials, timeouts, retries, the channel and its stub."""
+
+    def __init__(
+        self,
+        target: str = DEFAULT_API,
+        credentials: Credentials | None = None,
+        *,
+        timeout_s: float = 30.0,
+        retry: Retry = Retry(),
+    ) -> None:
+        self.credentials = credentials or Credentials()
+        self.timeout_s = timeout_s
+        self.retry = retry
+        self._channel = self._open(target, self.credentials.channel_credentials())
+        self._stub = pb_grpc.JobServiceStub(self._channel)
+
+    def _open(self, target: str, creds: grpc.ChannelCredentials | None) -> Any:
+        raise NotImplementedError
+
+    def _call_kw(self) -> dict[str, Any]:
+        return {"timeout": self.timeout_s, "metadata": self.credentials.metadata()}
+
+
+class Client(_Base):
+    """Blocking client; one channel, closed by `close` or the ``with`` block."""
+
+    def _open(self, target: str, creds: grpc.ChannelCredentials | None) -> grpc.Channel:
+        return grpc.secure_channel(target, creds) if creds else grpc.insecure_channel(target)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def _call(self, method: Callable[..., T], request: Any) -> T:
+        kw = self._call_kw()
+        delays = iter(self.retry.delays())
+        while True:
+            try:
+                return method(request, **kw)
+            except grpc.RpcError as exc:
+                pause = next(delays, None)
+                if exc.code() not in self.retry.codes or pause is None:
+                    raise _error(exc) from None
+                time.sleep(pause)
+
+    def allocate(
+        self,
+        request_key: str,
+        name: str,
+        *,
+        switches: Iterable[str],
+        mode: str = "tag",
+        hosts: Iterable[str] = (),
+        params: ParamValues | None = None,
+    ) -> pb.JobReply:
+        req = _allocate_request(request_key, name, mode, switches, hosts, params)
+        return self._call(self._stub.Allocate, req)
+
+    def release(self, job: str | int, *, missing_ok: bool = False) -> pb.JobReply:
+        try:
+            return self._call(self._stub.Release, pb.JobRef(job=str(job)))
+        except ApiError as exc:
+            if missing_ok and exc.code == grpc.StatusCode.NOT_FOUND:
+                return _released(job)
+            raise
+
+    def get(self, job: str | int) -> pb.GetReply:
+        return self._call(self._stub.Get, pb.JobRef(job=str(job)))
+
+    def list(self, *, include_released: bool = False) -> list[pb.Job]:
+        reply = self._call(self._stub.List, pb.ListRequest(include_released=include_released))
+        return list(reply.jobs)
+
+    def set_params(self, values: ParamValues, *, job: str | int = "") -> pb.SetParamsReply:
+        req = pb.SetParamsRequest(job=str(job), params=params_msg(values))
+        return self._call(self._stub.SetParams, req)
+
+    def switch_status(self) -> list[pb.SwitchInfo]:
+        return list(self._call(self._stub.SwitchStatus, pb.SwitchStatusRequest()).switches)
+
+
+class AsyncClient(_Base):
+    """The same API as `Client`, for asyncio code (one grpc.aio channel)."""
+
+    def _open(self, target: str, creds: grpc.ChannelCredentials | None) -> grpc.aio.Channel:
+        if creds:
+            return grpc.aio.secure_channel(target, creds)
+        return grpc.aio.insecure_channel(target)
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def _call(self, method: Callable[..., Any], request: Any) -> Any:
+        kw = self._call_kw()
+        delays = iter(self.retry.delays())
+        while True:
+            try:
+                return await method(request, **kw)
+            except grpc.RpcError as exc:
+                pause = next(delays, None)
+                if exc.code() not in self.retry.codes or pause is None:
+                    raise _error(exc) from None
+                await asyncio.sleep(pause)
+
+    async def allocate(
+        self,
+        request_key: str,
+        name: str,
+        *,
+        switches: Iterable[str],
+        mode: str = "tag",
+        hosts: Iterable[str] = (),
+        params: ParamValues | None = None,
+    ) -> pb.JobReply:
+        req = _allocate_request(request_key, name, mode, switches, hosts, params)
+        reply: pb.JobReply = await self._call(self._stub.Allocate, req)
+        return reply
+
+    async def release(self, job: str | int, *, missing_ok: bool = False) -> pb.JobReply:
+        try:
+            reply: pb.JobReply = await self._call(self._stub.Release, pb.JobRef(job=str(job)))
+            return reply
+        except ApiError as exc:
+            if missing_ok and exc.code == grpc.StatusCode.NOT_FOUND:
+                return _released(job)
+            raise
+
+    async def get(self, job: str | int) -> pb.GetReply:
+        reply: pb.GetReply = await self._call(self._stub.Get, pb.JobRef(job=str(job)))
+        return reply
+
+    async def list(self, *, include_released: bool = False) -> list[pb.Job]:
+        req = pb.ListRequest(include_released=include_released)
+        return list((await self._call(self._stub.List, req)).jobs)
+
+    async def set_params(self, values: ParamValues, *, job: str | int = "") -> pb.SetParamsReply:
+        req = pb.SetParamsRequest(job=str(job), params=params_msg(values))
+        reply: pb.SetParamsReply = await self._call(self._stub.SetParams, req)
+        return reply
+
+    async def switch_status(self) -> list[pb.SwitchInfo]:
+        reply = await self._call(self._stub.SwitchStatus, pb.SwitchStatusRequest())
+        return list(reply.switches)

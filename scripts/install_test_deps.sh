@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The Debian packages the operator-side integration tests run for real (tests/integration/
+# test_slurm.py, tests/test_deploy_prometheus.py, the Prometheus part of test_controller_bmv2.py):
+# Slurm (slurm-wlm), munge, Prometheus (with promtool), and openssl for the client's mTLS test
+# certificates (tests/test_client.py). Idempotent: installs only what is
+# missing. The tests start and stop the daemons themselves; this script makes sure none of the
+# packages' own services is started here (policy-rc.d), so nothing is left running.
+set -euo pipefail
+export PATH="$PATH:/usr/sbin:/sbin"
+declare -A pkg_of=(
+  [slurmctld]=slurm-wlm [slurmd]=slurm-wlm [sbatch]=slurm-wlm
+  [munged]=munge [prometheus]=prometheus [promtool]=prometheus [openssl]=openssl
+)
+missing=()
+for bin in "${!pkg_of[@]}"; do
+  command -v "$bin" >/dev/null || missing+=("${pkg_of[$bin]}")
+done
+[ ${#missing[@]} = 0 ] && exit 0
+mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+if [ "$(id -u)" != 0 ]; then
+  echo "install_test_deps: need root to apt-get install ${missing[*]}" >&2
+  exit 1
+fi
+echo "install_test_deps: apt-get install ${missing[*]}"
+policy=/usr/sbin/policy-rc.d
+added_policy=0
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod 755 "$policy" && added_policy=1
+fi
+cleanup() { [ $added_policy = 1 ] && rm -f "$policy"; return 0; }
+trap cleanup EXIT
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
