@@ -19,7 +19,7 @@ from pathlib import Path
 import grpc
 import pytest
 from test_api_service import Server, free_port, make_config
-from test_jobs_crash import start_daemon
+from test_jobs_crash import start_daemon, write_config
 
 from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
@@ -77,32 +77,17 @@ def pki(tmp_path_factory) -> Path:
     return d
 
 
-def write_daemon_config(tmp: Path, pki: Path, api: str, metrics: str) -> Path:
-    (tmp / "p4info.txtpb").write_text("")
-    (tmp / "bmv2.json").write_text("{}")
+def write_daemon_config(tmp: Path, pki: Path, api_port: int, metrics_port: int) -> Path:
+    """test_jobs_crash's daemon config (a switch that never answers) with mTLS and a token."""
+    cfg = write_config(tmp, api_port, metrics_port)
     (tmp / "token").write_text(TOKEN + "\n")
-    cfg = tmp / "controller.toml"
-    cfg.write_text(f"""
-database = "jobs.db"
-[controller]
-backoff_initial_s = 1.0
-[api]
-listen = "{api}"
-token_file = "token"
-tls_cert = "{pki}/server.pem"
-tls_key = "{pki}/server.key"
-tls_client_ca = "{pki}/ca.pem"
-[metrics]
-listen = "{metrics}"
-[pipelines.bmv2]
-p4info = "p4info.txtpb"
-device_config = "bmv2.json"
-[[switches]]
-name = "s1"
-address = "127.0.0.1:{free_port()}"
-device_id = 0
-target = "bmv2"
-""")
+    listen = f'[api]\nlisten = "127.0.0.1:{api_port}"\n'
+    secured = (
+        f'{listen}token_file = "token"\ntls_cert = "{pki}/server.pem"\n'
+        f'tls_key = "{pki}/server.key"\ntls_client_ca = "{pki}/ca.pem"\n'
+    )
+    assert listen in cfg.read_text()
+    cfg.write_text(cfg.read_text().replace(listen, secured))
     return cfg
 
 
@@ -121,8 +106,9 @@ def ctl(api: str, pki: Path, *args: str, ca="ca", cert="client", token=True):
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory, pki):
     tmp = tmp_path_factory.mktemp("daemon")
-    api, metrics = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
-    cfg = write_daemon_config(tmp, pki, api, metrics)
+    api_port, metrics_port = free_port(), free_port()
+    api, metrics = f"127.0.0.1:{api_port}", f"127.0.0.1:{metrics_port}"
+    cfg = write_daemon_config(tmp, pki, api_port, metrics_port)
     (pki.parent / "token").write_text(TOKEN + "\n")
     with open(tmp / "daemon.log", "wb") as log:
         proc = start_daemon(cfg, log)
