@@ -8,14 +8,17 @@ snapshot, and the collector (called from the HTTP server's thread) only formats 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry, make_wsgi_app, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.registry import Collector
 
 from symphony.config import split_host_port
@@ -147,10 +150,35 @@ async def poll_once(
     collector.publish(snap)
 
 
-def serve(collector: SymphonyCollector, listen: str) -> Any:
+def serve(collector: SymphonyCollector, listen: str, token: str | None = None) -> Any:
+    """The /metrics HTTP server in its own thread. With ``token`` every request must carry
+    ``Authorization: Bearer <token>`` (the API's token; Prometheus sends it with
+    ``authorization.credentials_file``), else it gets 401."""
     registry = CollectorRegistry()
     registry.register(collector)
     host, port = split_host_port(listen)
-    server, _thread = start_http_server(port, addr=host.strip("[]"), registry=registry)
-    LOG.info("metrics on http://%s/metrics", listen)
+    if token is None:
+        server, _thread = start_http_server(port, addr=host.strip("[]"), registry=registry)
+    else:
+        server = _serve_with_token(make_wsgi_app(registry), host.strip("[]"), port, token)
+    LOG.info("metrics on http://%s/metrics%s", listen, " (token)" if token else "")
+    return server
+
+
+def _serve_with_token(app: Any, host: str, port: int, token: str) -> Any:
+    expected = f"Bearer {token}".encode()
+
+    def guarded(environ: dict[str, Any], start_response: Any) -> Any:
+        got = environ.get("HTTP_AUTHORIZATION", "").encode()
+        if hmac.compare_digest(got, expected):
+            return app(environ, start_response)
+        start_response("401 Unauthorized", [("WWW-Authenticate", "Bearer")])
+        return [b"missing or wrong token\n"]
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = make_server(host, port, guarded, ThreadingWSGIServer, handler_class=Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True, name="metrics").start()
     return server

@@ -114,10 +114,13 @@ class JobStore:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield self._db
+            self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            # A failed COMMIT (disk full, I/O error) can leave the transaction open: roll it back
+            # so that the connection is usable again and nothing of it is kept.
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
             raise
-        self._db.execute("COMMIT")
 
     # ---- reads -------------------------------------------------------------------------------
 
@@ -192,7 +195,7 @@ class JobStore:
                     raise JobError(
                         Kind.CONFLICT,
                         "hosts",
-                        f"{', '.join(sorted(clash))} already belong to job {job.job_id}",
+                        f"{_some(sorted(clash))} already belong to job {job.job_id}",
                     )
             cursor = self._global(db, CURSOR_KEY, 0)
             job_id = allocator.pick({j.job_id for j in live}, mode, cursor)
@@ -288,6 +291,13 @@ class JobStore:
             " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, json.dumps(value, sort_keys=True)),
         )
+
+
+def _some(items: list[str], shown: int = 8) -> str:
+    """A few of a long list for an error message: gRPC carries the message in a header, and a
+    4,096-host clash spelled out (55 KB) broke the reply (the caller got RESOURCE_EXHAUSTED)."""
+    more = f" and {len(items) - shown} more" if len(items) > shown else ""
+    return ", ".join(items[:shown]) + more
 
 
 def _job(row: sqlite3.Row) -> Job:
