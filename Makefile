@@ -14,7 +14,7 @@ P4C_BMV2 ?= p4c-bm2-ss
 P4C ?= p4c
 CONFIG ?= examples/bmv2.toml
 
-.PHONY: help setup build run stop controller test unit ptf lint tofino2 bench experiment evaluation shell clean
+.PHONY: help setup build run stop controller test unit ptf fuzz lint tofino2 bench experiment evaluation shell clean
 
 help:
 	@echo "make setup     Python environment in $(VENV) (the package and its dev tools)"
@@ -23,6 +23,7 @@ help:
 	@echo "make stop      stop bmv2 and remove its ports"
 	@echo "make test      everything: lint, unit tests, Tofino2 compile and the bmv2/PTF suite"
 	@echo "make ptf       only the PTF suite on bmv2 (builds and starts bmv2 itself)"
+	@echo "make fuzz      $(FUZZ_PACKETS) fuzzed frames through bmv2 and the model (frames/s), API fuzzing"
 	@echo "make tofino2   compile for Tofino2 (t2na) -> $(BUILD)/tofino2/ and the coexistence program"
 	@echo "               (fabric_demo.p4) -> $(BUILD)/tofino2-fabric_demo/, each with a resource report"
 	@echo "make bench     bmv2 packet-rate ratio and controller install latency"
@@ -63,6 +64,16 @@ unit: setup
 
 ptf: setup build
 	scripts/run_ptf.sh
+
+# The full packet fuzz (the test command runs 1,000 frames) and the API properties with more
+# examples (docs/robustness.md). Starts its own bmv2 like `make ptf`: run it under the bmv2 lock.
+FUZZ_PACKETS ?= 10000
+FUZZ_SEED ?= 2
+FUZZ_EXAMPLES ?= 1000
+fuzz: setup build
+	@mkdir -p run
+	SYMPHONY_FUZZ_PACKETS=$(FUZZ_PACKETS) SYMPHONY_FUZZ_SEED=$(FUZZ_SEED) scripts/run_ptf.sh test_fuzz
+	SYMPHONY_API_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -s tests/test_api_fuzz.py
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -33,7 +33,7 @@ from symphony.model.params import JobParams, QueueParams
 from symphony.model.pipeline import Decision, JobState, Pipeline
 from symphony.model.tables import TableEntrySpec
 from symphony.p4names import FLOW_BASE, JOB_REGISTERS
-from symphony.packets import parsed_view
+from symphony.packets import ip_to_int, parsed_view
 from symphony.sizes import BMV2_TICK_NS, MAX_JOBS
 from symphony.switch import desired
 from symphony.switch.registers import JobRegisters, ThriftJobRegisters
@@ -132,6 +132,12 @@ class SymphonyTest(BaseTest):
         self.model.install_job(job_id, prm, tag=tag, hosts=hosts)
         self._params[job_id] = params
         return prm
+
+    def install_plans(self, plans) -> None:
+        """Every job of a generated sequence (sequences.JobPlan), tag or hosts mode."""
+        for plan in plans:
+            hosts = tuple(ip_to_int(h) for h in plan.hosts)
+            self.install_job(plan.job_id, plan.params, tag=plan.tag, hosts=hosts)
 
     def set_params(self, job_id: int, params: JobParams) -> None:
         """Change a job's parameters in place (modify), on the switch and in the model."""

@@ -56,10 +56,12 @@ def _params(rng: random.Random) -> JobParams:
     )
 
 
-def generate(seed: int, packets: int = 60) -> Sequence:
+def generate(seed: int, packets: int = 60, jobs: int | None = None) -> Sequence:
+    """`jobs` fixes the number of jobs (default: 1-3, drawn from the seed)."""
     rng = random.Random(seed)
     seq = Sequence(seed)
     n_jobs = rng.randint(1, 3)
+    n_jobs = jobs or n_jobs
     job_ids = rng.sample(range(1, 8191), n_jobs)
     flows = []  # (job, src, qp, tag) with their own step and PSN cursors
     for j, job_id in enumerate(job_ids):

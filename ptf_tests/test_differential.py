@@ -11,8 +11,6 @@ from ptf import testutils
 from scapy.layers.inet import IP
 from sequences import CLOSE_WINDOW, generate
 
-from symphony import packets as rp
-
 SEEDS = range(50)
 
 
@@ -21,13 +19,7 @@ class DifferentialAgainstGoldenModel(SymphonyTest):
         certain = uncertain = 0
         for seed in SEEDS:
             seq = generate(seed)
-            for plan in seq.jobs:
-                self.install_job(
-                    plan.job_id,
-                    plan.params,
-                    tag=plan.tag,
-                    hosts=tuple(rp.ip_to_int(h) for h in plan.hosts),
-                )
+            self.install_plans(seq.jobs)
             closing: set[int] = set()
             unknown_marks = False
             for item in seq.items:

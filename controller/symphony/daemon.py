@@ -14,13 +14,17 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sqlite3
 import sys
 from collections.abc import Sequence
 
 from symphony import config as config_mod
 from symphony import telemetry
+from symphony.api import auth as api_auth
 from symphony.api import server as api_server
 from symphony.config import Config, ConfigError
+from symphony.jobs import db_lock
+from symphony.jobs.db_lock import DatabaseInUse
 from symphony.jobs.manager import JobManager
 from symphony.jobs.store import JobStore
 from symphony.switch.session import SwitchSession
@@ -58,7 +62,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"config OK: {len(cfg.switches)} switch(es), API on {cfg.api.listen}")
         return 0
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run(cfg))
+        try:
+            asyncio.run(run(cfg))
+        except (DatabaseInUse, sqlite3.Error) as exc:
+            # A second controller on the database, or a database it cannot open (read-only).
+            print(f"symphony-controller: {exc}", file=sys.stderr)
+            return 1
     return 0
 
 
@@ -69,12 +78,17 @@ async def run(cfg: Config, stop: asyncio.Event | None = None) -> None:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
 
-    store = JobStore(cfg.database)
+    db_lock_file = db_lock.hold(cfg.database)
+    try:
+        store = JobStore(cfg.database)
+    except sqlite3.Error as exc:
+        raise sqlite3.OperationalError(f"job database {cfg.database}: {exc}") from exc
     manager = JobManager(cfg, store)
     for sw in cfg.switches:
         manager.sessions[sw.name] = SwitchSession(sw, cfg, manager)
     collector = telemetry.SymphonyCollector(manager)
-    metrics = telemetry.serve(collector, cfg.metrics_listen)
+    token = api_auth.read_token(cfg.api.token_file) if cfg.api.token_file else None
+    metrics = telemetry.serve(collector, cfg.metrics_listen, token)
     grpc_server = await api_server.start(manager, cfg.api)
     tasks = [asyncio.create_task(s.run(), name=f"session:{n}") for n, s in manager.sessions.items()]
     tasks.append(
@@ -98,6 +112,7 @@ async def run(cfg: Config, stop: asyncio.Event | None = None) -> None:
         metrics.shutdown()
         metrics.server_close()
         store.close()
+        db_lock_file.close()
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ by prometheus_client's rendering of the few switch and job-table series.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import socket
 import threading
@@ -212,8 +213,20 @@ def _escape(value: str) -> str:
 
 class _MetricsHandler(BaseHTTPRequestHandler):
     collector: SymphonyCollector
+    # b"Bearer <token>" when a token is configured, else None.
+    expected: bytes | None = None
 
     def do_GET(self) -> None:
+        if self.expected is not None:
+            got = (self.headers.get("Authorization") or "").encode()
+            if not hmac.compare_digest(got, self.expected):
+                body = b"missing or wrong token\n"
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", "Bearer")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
         if self.path.split("?", 1)[0] not in ("/", "/metrics"):
             self.send_error(404)
             return
@@ -228,14 +241,19 @@ class _MetricsHandler(BaseHTTPRequestHandler):
         pass
 
 
-def serve(collector: SymphonyCollector, listen: str) -> ThreadingHTTPServer:
-    """The /metrics endpoint in a daemon thread; ``shutdown()`` stops it."""
+def serve(
+    collector: SymphonyCollector, listen: str, token: str | None = None
+) -> ThreadingHTTPServer:
+    """The /metrics endpoint in a daemon thread; ``shutdown()`` stops it. With ``token`` every
+    request must carry ``Authorization: Bearer <token>`` (the API's token; Prometheus sends it
+    with ``authorization.credentials_file``), else it gets 401."""
     host, port = split_host_port(listen)
     host = host.strip("[]")
     family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-    handler = type("Handler", (_MetricsHandler,), {"collector": collector})
+    expected = None if token is None else f"Bearer {token}".encode()
+    handler = type("Handler", (_MetricsHandler,), {"collector": collector, "expected": expected})
     server_cls = type("Server", (ThreadingHTTPServer,), {"address_family": family})
     server = server_cls((host, port), handler)
     threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
-    LOG.info("metrics on http://%s/metrics", listen)
+    LOG.info("metrics on http://%s/metrics%s", listen, " (token)" if token else "")
     return server

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 from typing import Any
 
 import grpc
@@ -35,6 +36,12 @@ def _errors(method: Any) -> Any:
             await context.abort(STATUS[exc.kind], str(exc))
         except grpc.aio.AbortError:
             raise
+        except sqlite3.Error as exc:
+            # The store refused the write (read-only, disk full): its transaction rolled back.
+            LOG.error("%s: job database: %s", method.__name__, exc)
+            await context.abort(
+                grpc.StatusCode.UNAVAILABLE, f"job database: {exc} (nothing was changed)"
+            )
         except Exception:
             LOG.exception("%s failed", method.__name__)
             await context.abort(grpc.StatusCode.INTERNAL, "internal error (see controller log)")

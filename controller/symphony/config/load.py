@@ -24,7 +24,7 @@ from symphony.config.schema import (
     Route,
     SwitchConfig,
 )
-from symphony.config.security import api_config
+from symphony.config.security import api_config, check_metrics_listen
 from symphony.model.params import PARAM_NAMES, ParamError, QueueParams, check_overrides
 from symphony.sizes import PORT_MAX, QUEUE_DEPTH_LIMIT, TARGETS
 
@@ -65,7 +65,7 @@ def parse(raw: Mapping[str, Any], base_dir: Path = Path(".")) -> Config:
     api = api_config(r.table("api"))
     metrics = r.table("metrics")
     metrics.only_keys("listen")
-    metrics_listen = metrics.address("listen", "127.0.0.1:9464")
+    metrics_listen = check_metrics_listen(metrics.address("listen", "127.0.0.1:9464"), api)
     backoff_initial = ctl.number("backoff_initial_s", 0.1, lo=0.001, hi=60)
     return Config(
         database=database,

@@ -2,11 +2,13 @@
 
 Off loopback, a request must prove who it is: a bearer token (``token_file``) or a client
 certificate (mTLS: ``tls_cert``, ``tls_key``, ``tls_client_ca``). The daemon refuses to start on a
-config that would listen elsewhere without one.
+config that would listen elsewhere without one. ``/metrics`` names every job: off loopback it
+needs the API token, which it then asks for (telemetry.serve).
 """
 
 from __future__ import annotations
 
+from symphony.config.addresses import is_loopback_host, split_host_port
 from symphony.config.reader import TableReader
 from symphony.config.schema import ApiConfig, ConfigError
 
@@ -38,3 +40,14 @@ def api_config(r: TableReader) -> ApiConfig:
             "(tls_cert, tls_key, tls_client_ca) to listen there",
         )
     return api
+
+
+def check_metrics_listen(listen: str, api: ApiConfig) -> str:
+    """A non-loopback ``metrics.listen`` needs ``api.token_file`` (the same bearer token)."""
+    if not is_loopback_host(split_host_port(listen)[0]) and api.token_file is None:
+        raise ConfigError(
+            "metrics.listen",
+            f"{listen} is not a loopback address: set api.token_file (then /metrics asks"
+            " for the same bearer token) to listen there",
+        )
+    return listen

@@ -137,7 +137,8 @@ class JobManager:
 
     def find(self, ref: int | str) -> Job:
         """A live job by Job_ID or by name."""
-        if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
+        # ASCII digits only: str.isdigit() is also true for "²", which int() refuses.
+        if isinstance(ref, int) or (isinstance(ref, str) and ref.isascii() and ref.isdigit()):
             job_id = v.job_id(int(ref))
             job = self.store.get(job_id)
         else:
@@ -221,15 +222,22 @@ class JobManager:
                 return "pending: no session"
             if not session.is_ready:
                 return f"pending: switch {session.status.state}"
+            # shield: on timeout the sync goes on in the background; only the answer stops
+            # waiting for it.
+            work = asyncio.ensure_future(session.sync(job_ids))
             try:
-                # shield: on timeout the sync goes on in the background; only the answer stops
-                # waiting for it.
-                await asyncio.wait_for(
-                    asyncio.shield(session.sync(job_ids)), self.config.install_timeout_s
-                )
+                await asyncio.wait_for(asyncio.shield(work), self.config.install_timeout_s)
                 return INSTALLED
             except asyncio.TimeoutError:
                 return "pending: timed out (the session keeps trying)"
+            except asyncio.CancelledError:
+                # The session's write was cancelled under it (its channel went down mid-write:
+                # finsy cancels the call). That is this request's answer, not its cancellation;
+                # before, the CancelledError ended the API handler and the caller never got a
+                # reply. A cancellation of this request itself (work not cancelled) goes on.
+                if not work.cancelled():
+                    raise
+                return "pending: the switch connection dropped during the write"
             except Exception as exc:  # the session's next reconcile retries
                 return f"pending: {exc}"
 

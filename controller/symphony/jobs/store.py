@@ -129,10 +129,13 @@ class JobStore:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield self._db
+            self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            # A failed COMMIT (disk full, I/O error) can leave the transaction open: roll it back
+            # so that the connection is usable again and nothing of it is kept.
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
             raise
-        self._db.execute("COMMIT")
 
     # ---- reads -------------------------------------------------------------------------------
 
@@ -227,16 +230,18 @@ class JobStore:
                 )
             if mode == "hosts" and hosts:
                 # hosts mode: a source address can belong to one job only (job_by_src is exact).
-                marks = ", ".join("?" * len(hosts))
+                # One JSON parameter, not one per host: a job may list thousands.
                 clash = db.execute(
                     "SELECT l.host, j.job_id FROM live_hosts l JOIN jobs j USING (uid)"
-                    f" WHERE l.host IN ({marks}) ORDER BY l.host",
-                    hosts,
+                    " WHERE l.host IN (SELECT value FROM json_each(?)) ORDER BY l.host",
+                    (json.dumps(list(hosts)),),
                 ).fetchall()
                 if clash:
                     owner = clash[0][1]
-                    mine = ", ".join(h for h, j in clash if j == owner)
-                    raise JobError(Kind.CONFLICT, "hosts", f"{mine} already belong to job {owner}")
+                    mine = sorted(h for h, j in clash if j == owner)
+                    raise JobError(
+                        Kind.CONFLICT, "hosts", f"{_some(mine)} already belong to job {owner}"
+                    )
             cursor = self._global(db, CURSOR_KEY, 0)
             job_id = allocator.search(lambda lo, hi: _first_free(db, lo, hi), mode, cursor)
             if job_id is None:
@@ -359,6 +364,13 @@ def _first_free(db: sqlite3.Connection, lo: int, hi: int) -> int | None:
         else:
             lo = mid + 1
     return lo
+
+
+def _some(items: list[str], shown: int = 8) -> str:
+    """A few of a long list for an error message: gRPC carries the message in a header, and a
+    4,096-host clash spelled out (55 KB) broke the reply (the caller got RESOURCE_EXHAUSTED)."""
+    more = f" and {len(items) - shown} more" if len(items) > shown else ""
+    return ", ".join(items[:shown]) + more
 
 
 def _job(row: sqlite3.Row) -> Job:

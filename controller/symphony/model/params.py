@@ -72,7 +72,8 @@ class JobParams:
             )
         if math.isnan(self.t_win_us) or self.t_win_us < 0.0:
             raise ValueError(f"t_win_us: must be >= 0, got {self.t_win_us!r}")
-        if round(self.t_win_us * 1000 / tick_ns) > T_WIN_MAX_TICKS:
+        ticks = self.t_win_us * 1000 / tick_ns  # inf for a huge finite t_win_us: round() raises
+        if not math.isfinite(ticks) or round(ticks) > T_WIN_MAX_TICKS:
             raise ValueError(
                 f"t_win_us: {self.t_win_us!r} exceeds the window timer's range"
                 f" ({T_WIN_MAX_TICKS} ticks of {tick_ns} ns)"

@@ -150,16 +150,28 @@ class SwitchSession:
             try:
                 async with finsy.Switch(self.name, self.cfg.address, self.options()) as sw:
                     down = sw.ee.event_future(SwitchEvent.CHANNEL_DOWN)
+                    # Another client with a higher election id can take the primary role (and
+                    # write); get it back by reconciling as soon as the switch returns it.
+                    role = asyncio.Event()
+                    for event in (SwitchEvent.BECOME_PRIMARY, SwitchEvent.BECOME_BACKUP):
+                        sw.ee.on(event, lambda *_, ev=role: ev.set())
                     self._sw = sw
                     self.status.connects += 1
                     self.status.connected_since = time.time()
                     self._registers = self.target.registers(self.cfg, sw)
-                    await self.reconcile()
+                    await self._reconcile_if_primary(sw)
                     backoff.reset()
                     while not down.done():
-                        await asyncio.wait([down], timeout=self.config.reconcile_interval_s)
+                        changed = asyncio.ensure_future(role.wait())
+                        await asyncio.wait(
+                            [down, changed],
+                            timeout=self.config.reconcile_interval_s,
+                            return_when=asyncio.FIRST_COMPLETED,
+                        )
+                        changed.cancel()
+                        role.clear()
                         if not down.done():
-                            await self.reconcile()
+                            await self._reconcile_if_primary(sw)
                     LOG.warning("%s: channel down", self.name)
             except asyncio.CancelledError:
                 raise
@@ -177,6 +189,17 @@ class SwitchSession:
             await asyncio.sleep(backoff.next())
 
     # ---- reconciliation ----------------------------------------------------------------------
+
+    async def _reconcile_if_primary(self, sw: finsy.Switch) -> None:
+        """Reconcile when we hold the primary role; as a backup, write nothing and say why
+        (changes wait, pending, until the role comes back)."""
+        if sw.is_primary:
+            await self.reconcile()
+            return
+        self._ready.clear()
+        self.status.state = "backup"
+        self.status.last_error = "another P4Runtime client holds the primary role"
+        LOG.warning("%s: %s", self.name, self.status.last_error)
 
     async def reconcile(self) -> int:
         """Full read-back of the switch's tables, then write the difference to the whole desired

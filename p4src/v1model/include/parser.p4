@@ -16,12 +16,13 @@ parser SymphonyParser(packet_in pkt,
     }
 
     // Only option-less, unfragmented IPv4 reaches UDP: a later fragment has no UDP header and a
-    // first fragment's BTH belongs to a packet the switch cannot see whole.
+    // first fragment's BTH belongs to a packet the switch cannot see whole. A version other
+    // than 4 under the IPv4 EtherType is not IPv4 at all (found by the packet fuzzer).
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
-        transition select(hdr.ipv4.ihl, hdr.ipv4.flags[0:0], hdr.ipv4.frag_offset,
-                          hdr.ipv4.protocol) {
-            (5, 0, 0, IP_PROTO_UDP): parse_udp;
+        transition select(hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.flags[0:0],
+                          hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (4, 5, 0, 0, IP_PROTO_UDP): parse_udp;
             default: accept;
         }
     }
