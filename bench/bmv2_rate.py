@@ -9,6 +9,11 @@ Rounds alternate on/off (ABAB...) so drift of the machine hits both alike; the r
 ratio of the median rates. Needs a running bmv2 (scripts/run_bench.sh starts one) and root.
 
     python bench/bmv2_rate.py --packets 20000 --rounds 5
+
+The sender is Python: ``--sender-check`` first measures the same send/receive loop without the
+switch in the path (frames sent on the host side of port 0 and read back from its switch side,
+where bmv2 reads them too), so the "off" rate can be compared with what the sender can do.
+``--build`` picks another compiled program (e.g. to compare two versions of p4src side by side).
 """
 
 from __future__ import annotations
@@ -96,9 +101,12 @@ def main() -> None:
     env = testbed.Bmv2Env.from_env()  # the switch bmv2_env/ started (SYMPHONY_* variables)
     parser.add_argument("--grpc", default=env.grpc_addr)
     parser.add_argument("--thrift-port", type=int, default=env.thrift_port)
+    parser.add_argument("--build", type=Path, default=ROOT / "build" / "bmv2")
+    parser.add_argument("--window", type=int, default=32, help="packets in flight at most")
+    parser.add_argument("--sender-check", action="store_true")
     args = parser.parse_args()
 
-    build = ROOT / "build" / "bmv2"
+    build = args.build
     sw = BlockingSwitch(
         args.grpc,
         device_id=0,
@@ -115,6 +123,11 @@ def main() -> None:
     )
     job = desired.entries_for(JOB, params)
     frames = workload(args.packets)
+    if args.sender_check:
+        # Port 0's switch side sees every frame the moment the kernel delivers it: the rate of
+        # the sender and the kernel alone, with the same loop and window.
+        got, secs = measure(frames, env.host_if(0), env.switch_if(0), args.window)
+        print(f"sender alone (no switch in the path): {got / secs:,.0f} pkt/s", flush=True)
     rates: dict[str, list[float]] = {"on": [], "off": []}
     for r in range(args.rounds):
         for mode in ("on", "off") if r % 2 == 0 else ("off", "on"):
@@ -124,7 +137,7 @@ def main() -> None:
                 thrift.counter_reset(name)
             if mode == "on":
                 sw.write(job)
-            got, secs = measure(frames, env.host_if(0), env.host_if(1))
+            got, secs = measure(frames, env.host_if(0), env.host_if(1), args.window)
             if mode == "on":
                 seen = thrift.counter_read(JOB_COUNTERS["packets"], JOB)[1]
                 marks = thrift.counter_read(JOB_COUNTERS["marks"], JOB)[1]
@@ -143,7 +156,8 @@ def main() -> None:
     print(f"\nmedian rate: Symphony on {on:,.0f} pkt/s, off {off:,.0f} pkt/s")
     print(
         f"ratio on/off = {on / off:.3f}  (command: python bench/bmv2_rate.py "
-        f"--packets {args.packets} --rounds {args.rounds})"
+        f"--packets {args.packets} --rounds {args.rounds} --window {args.window} "
+        f"--build {build})"
     )
     sw.close()
 

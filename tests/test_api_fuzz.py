@@ -86,7 +86,7 @@ class ClearingSession:
         self.is_ready = True
         self.status = SessionStatus(name, "stand-in", "bmv2", state="ready")
 
-    async def sync(self) -> int:
+    async def sync(self, job_ids=None) -> int:
         _, releasing = self.manager.jobs_on(self.name)
         for job in releasing:
             self.manager.cleared(job, self.name)

@@ -91,3 +91,46 @@ def test_params_persist(tmp_path):
     assert s.get(job.job_id).params == {"k": 0.02, "tau": 0.5}
     assert s.global_params() == {"alpha_max": 8}
     s.close()
+
+
+def test_a_host_is_taken_until_its_job_is_released_and_the_index_survives_reopen(tmp_path):
+    """The host-clash check reads live_hosts: a releasing job still holds its addresses, a
+    released one frees them, and a database whose live_hosts was lost (made before it existed)
+    gets it rebuilt on open."""
+    path = tmp_path / "jobs.db"
+    s = JobStore(path)
+    a, _ = s.allocate("r1", "alpha", "hosts", ["10.0.0.1"], ["s1"], {})
+    s.release(a.job_id)
+    with pytest.raises(JobError, match=r"10\.0\.0\.1 already belong to job"):
+        s.allocate("r2", "beta", "hosts", ["10.0.0.1"], ["s1"], {})
+    s.mark_cleared(a.uid, "s1")
+    b, _ = s.allocate("r2", "beta", "hosts", ["10.0.0.1", "10.0.0.3"], ["s1"], {})
+    s._db.execute("DELETE FROM live_hosts")  # as in a database from before the index
+    s.close()
+    s = JobStore(path)
+    with pytest.raises(JobError) as err:
+        s.allocate("r3", "gamma", "hosts", ["10.0.0.3"], ["s1"], {})
+    assert err.value.message == f"10.0.0.3 already belong to job {b.job_id}"
+    s.close()
+
+
+def test_allocation_finds_gaps_from_the_index_like_the_allocator(store):
+    """The store's free-ID search (counts on the index) picks what allocator.pick picks over the
+    list of live IDs: after the cursor, wrapping, holes included."""
+    from symphony.jobs import allocator
+
+    for i in range(300):
+        store.allocate(f"r{i}", f"j{i}", "tag", [], ["s1"], {})
+    for job_id in (5, 6, 150, 299):
+        job = store.get(job_id)
+        store.release(job_id)
+        store.mark_cleared(job.uid, "s1")
+    for cursor in (0, 4, 5, 149, 298, 300, 8191):
+        used = {j.job_id for j in store.list()}
+        store._db.execute(
+            "UPDATE globals SET value = ? WHERE key = 'allocator.cursor'", (str(cursor),)
+        )
+        job, _ = store.allocate(f"c{cursor}", f"c{cursor}", "tag", [], ["s1"], {})
+        assert job.job_id == allocator.pick(used, "tag", cursor), cursor
+        store.release(job.job_id)
+        store.mark_cleared(job.uid, "s1")

@@ -1,15 +1,16 @@
 """SwitchSession.sync coalescing: callers queued behind a running sync are covered only by a sync
-that began after their commit."""
+that began after their commit, and one sync writes the jobs of all of them."""
 
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 from symphony.switch.session import SwitchSession
 
 
 class Probe(SwitchSession):
-    """A session without a switch: _sync_steps records which commits it saw."""
+    """A session without a switch: _sync_jobs records which commits and jobs it saw."""
 
     def __init__(self) -> None:  # no config, no finsy: only the sync bookkeeping
         self._lock = asyncio.Lock()
@@ -18,12 +19,18 @@ class Probe(SwitchSession):
         self._tickets = 0
         self._synced = 0
         self._mirror_stale = False
+        self._mirror = {}
+        self._dirty = set()
+        self._dirty_all = False
+        self.status = SimpleNamespace(entries=0)
         self._sw = object()
         self.committed = 0
         self.runs: list[int] = []
+        self.jobs: list[set[int]] = []
 
-    async def _sync_steps(self, sw: object) -> int:
+    async def _sync_jobs(self, sw: object, job_ids: set[int]) -> int:
         seen = self.committed  # what a real sync reads from the store, before any await
+        self.jobs.append(set(job_ids))
         await asyncio.sleep(0.01)  # the switch write
         self.runs.append(seen)
         return 1
@@ -32,21 +39,24 @@ class Probe(SwitchSession):
 async def _commit_and_sync(s: Probe) -> int:
     s.committed += 1
     mine = s.committed
-    await s.sync()
+    await s.sync([mine])
     # When sync returns, some sync that had read this commit has finished.
     assert any(seen >= mine for seen in s.runs), (mine, s.runs)
     return mine
 
 
 def test_concurrent_syncs_coalesce_and_cover_every_commit():
-    async def main() -> list[int]:
+    async def main() -> Probe:
         s = Probe()
         await asyncio.gather(*(_commit_and_sync(s) for _ in range(10)))
-        return s.runs
 
-    runs = asyncio.run(main())
-    # The first caller syncs alone; the nine queued behind it are covered by one more sync.
-    assert runs == [1, 10]
+        return s
+
+    s = asyncio.run(main())
+    # The first caller syncs alone; the nine queued behind it are covered by one more sync,
+    # which writes the nine jobs together.
+    assert s.runs == [1, 10]
+    assert s.jobs == [{1}, set(range(2, 11))]
 
 
 def test_a_commit_after_a_sync_started_gets_its_own_sync():

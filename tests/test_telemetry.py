@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from types import SimpleNamespace
 
 from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from symphony import telemetry
 from symphony.model.pipeline import JobState
@@ -28,34 +30,35 @@ class FakeManager:
         self.sessions = sessions
         self.jobs = jobs
 
-    def jobs_on(self, switch):
-        return [j for j in self.jobs if switch in j.switches], []
-
     def switch_status(self):
         return [
-            SimpleNamespace(name=n, state="ready" if s.is_ready else "down", connects=2, entries=10)
+            SimpleNamespace(
+                name=n, state="ready" if s.is_ready else "down", connects=2, entries=10, updates=5
+            )
             for n, s in self.sessions.items()
         ]
 
-    def list(self):
-        return [SimpleNamespace(state="active") for _ in self.jobs]
+    def active_labels(self):
+        return [(j.job_id, j.name, j.switches) for j in self.jobs if j.state == "active"]
+
+    def count_by_state(self):
+        return {"active": len(self.jobs)}  # what the fake's store says
 
 
 def test_metrics_have_per_job_per_switch_series():
-    job = SimpleNamespace(job_id=7, name="resnet", switches=("s1", "s2", "s3"))
+    job = SimpleNamespace(job_id=7, name="resnet", switches=("s1", "s2", "s3"), state="active")
+    gone = SimpleNamespace(job_id=8, name="old", switches=("s1",), state="releasing")
     mgr = FakeManager(
         {
             "s1": FakeSession({7: JobState(step_min=3, step_max=5, alpha=2, packets=40, marks=4)}),
             "s2": FakeSession({}, fail=True),
             "s3": FakeSession({}, ready=False),
         },
-        [job],
+        [job, gone],
     )
     col = telemetry.SymphonyCollector(mgr)
     asyncio.run(telemetry.poll_once(mgr, col, {}))
-    reg = CollectorRegistry()
-    reg.register(col)
-    text = generate_latest(reg).decode()
+    text = col.exposition().decode()
     assert 'symphony_job_step_min{job_id="7",job_name="resnet",switch="s1"} 3.0' in text
     assert 'symphony_job_alpha{job_id="7",job_name="resnet",switch="s1"} 2.0' in text
     assert 'symphony_job_step_max{job_id="7",job_name="resnet",switch="s1"} 5.0' in text
@@ -66,4 +69,49 @@ def test_metrics_have_per_job_per_switch_series():
     assert 'symphony_telemetry_read_errors_total{switch="s2"} 1.0' in text
     assert 'symphony_switch_up{switch="s1"} 1.0' in text
     assert 'symphony_switch_up{switch="s3"} 0.0' in text
-    assert 'symphony_jobs{state="active"} 1.0' in text
+    assert 'job_name="old"' not in text  # only active jobs have series
+    assert 'symphony_jobs{state="active"} 2.0' in text
+    assert 'symphony_switch_updates_total{switch="s1"} 5.0' in text
+
+
+def test_rendered_job_series_are_what_prometheus_client_writes():
+    """render_jobs (once per sweep) writes byte for byte what prometheus_client's families would,
+    for values small, large and fractional."""
+    jobs = {
+        (7, "resnet", "s1"): JobState(step_min=3, step_max=6, alpha=2, packets=40, marks=4),
+        (12, "bert.v2", "s2"): JobState(psn_rec=1 << 23, window_packets=123_456_789, alpha=1),
+        (9, "a-b_c", "s1"): JobState(),
+    }
+
+    class Families:
+        def collect(self):
+            for f, (name, doc, is_counter) in telemetry.JOB_SERIES.items():
+                cls = CounterMetricFamily if is_counter else GaugeMetricFamily
+                fam = cls(name, doc, labels=["job_id", "job_name", "switch"])
+                for (job_id, job, sw), st in sorted(jobs.items()):
+                    fam.add_metric([str(job_id), job, sw], getattr(st, f))
+                yield fam
+
+    reg = CollectorRegistry()
+    reg.register(Families())
+    assert asyncio.run(telemetry.render_jobs(jobs)) == generate_latest(reg)
+
+
+def test_metrics_endpoint_serves_the_exposition():
+    import urllib.request
+
+    mgr = FakeManager({}, [])
+    col = telemetry.SymphonyCollector(mgr)
+    col.publish(telemetry.Snapshot(text=b"# a rendered line\n"))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = telemetry.serve(col, f"127.0.0.1:{port}")
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            body = r.read().decode()
+            assert r.headers["Content-Type"].startswith("text/plain")
+        assert body.startswith("# a rendered line\n") and "symphony_switch_up" in body
+    finally:
+        server.shutdown()
+        server.server_close()

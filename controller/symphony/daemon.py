@@ -110,6 +110,7 @@ async def run(cfg: Config, stop: asyncio.Event | None = None) -> None:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         metrics.shutdown()
+        metrics.server_close()
         store.close()
         db_lock_file.close()
 

@@ -7,6 +7,7 @@ sit behind port i; non-IPv4 traffic crosses 0 <-> 1 and 2 <-> 3.
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,6 +97,16 @@ thrift_port = {self.thrift_port}
 ports = [{port_list}]
 routes = [{routes}]
 """
+
+    def script(self, action: str, *args: str) -> None:
+        """Run bmv2_env/<action>.sh (start, stop) for this instance; needs root."""
+        subprocess.run(
+            ["bash", str(REPO / f"bmv2_env/{action}.sh"), *args],
+            check=True,
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            env={**os.environ, **self.environ()},
+        )
 
     def environ(self) -> dict[str, str]:
         """The variables bmv2_env/start.sh and stop.sh read, for this instance."""

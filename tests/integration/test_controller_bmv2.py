@@ -73,13 +73,7 @@ def free_port() -> int:
 
 
 def bmv2(action: str, *args: str) -> None:
-    subprocess.run(
-        ["bash", str(ROOT / f"bmv2_env/{action}.sh"), *args],
-        check=True,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        env={**os.environ, **ENV.environ()},
-    )
+    ENV.script(action, *args)
 
 
 def bmv2_running() -> int | None:
@@ -406,6 +400,107 @@ def test_controller_restart_changes_nothing(setup):
     # No pipeline push (it would have wiped the registers), no register reset.
     assert live_of(ctl, "steady") == before_state
     ctl.ctl("job", "release", "steady")
+
+
+def metric(ctl: Controller, name: str) -> float:
+    """One sample of the daemon's /metrics (switch s1)."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://{ctl.metrics}/metrics", timeout=10) as f:
+        text = f.read().decode()
+    for line in text.splitlines():
+        if line.startswith(f'{name}{{switch="s1"}} '):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+class CountingThrift:
+    """bmv2's real Thrift client, counting the calls made through it."""
+
+    def __init__(self, client) -> None:
+        self.client = client
+        self.calls = 0
+
+    def __getattr__(self, name: str):
+        fn = getattr(self.client, name)
+
+        def call(*args):
+            self.calls += 1
+            return fn(*args)
+
+        return call
+
+
+def test_a_change_writes_only_its_job_and_telemetry_reads_whole_arrays(setup):
+    """With hundreds of live jobs on the switch, allocating, re-parameterising and releasing one
+    job writes that job's entries only (counted P4Runtime updates and the switch's tables), and
+    reading every job's state takes the same number of calls as reading a few dozen."""
+    import finsy
+    import grpc
+
+    from symphony.api import symphony_pb2 as pb
+    from symphony.api import symphony_pb2_grpc as pb_grpc
+    from symphony.switch.registers import READ_ALL_FROM, ThriftJobRegisters
+    from symphony.switch.thrift_registers import Bmv2Thrift
+
+    ctl = setup
+    stub = pb_grpc.JobServiceStub(grpc.insecure_channel(ctl.api))
+    many = 300
+    names = [f"fill-{i}" for i in range(many)]
+    for i, name in enumerate(names):
+        r = stub.Allocate(
+            pb.AllocateRequest(
+                request_key=name, name=name, mode="hosts",
+                hosts=[f"10.7.{i // 200}.{i % 200 + 1}"], switches=["s1"],
+            ),
+            timeout=30,
+        )  # fmt: skip
+        assert r.switches[0].status == "installed"
+    before = entries_on_switch()
+    updates = metric(ctl, "symphony_switch_updates_total")
+
+    r = ctl.ctl("job", "allocate", "--name", "one", "--mode", "tag", "--switch", "s1")
+    job_id = r["job"]["job_id"]
+    assert metric(ctl, "symphony_switch_updates_total") - updates == 2  # job_params + job_by_tag
+    after = entries_on_switch()
+    added = [after[k] for k in after.keys() - before.keys()]
+    assert before.keys() <= after.keys()
+    assert sorted(e.table for e in added) == [T_JOB_BY_TAG, T_JOB_PARAMS], added
+
+    updates = metric(ctl, "symphony_switch_updates_total")
+    ctl.ctl("params", "set", "--job", "one", "k=0.02")
+    assert metric(ctl, "symphony_switch_updates_total") - updates == 1  # its job_params
+    changed = entries_on_switch()
+    new, old = changed.keys() - after.keys(), after.keys() - changed.keys()
+    assert len(new) == len(old) == 1  # one entry replaced: the job's parameters
+    assert {changed[k].table for k in new} == {after[k].table for k in old} == {T_JOB_PARAMS}
+    assert all(str(job_id) in changed[k].match for k in new)
+
+    updates = metric(ctl, "symphony_switch_updates_total")
+    ctl.ctl("job", "release", "one")
+    assert metric(ctl, "symphony_switch_updates_total") - updates == 2
+    assert entries_on_switch().keys() == before.keys()
+
+    # Telemetry: a constant number of calls per sweep, whatever the number of jobs read.
+    job_ids = [j["job_id"] for j in ctl.ctl("job", "list")["jobs"]]
+    assert len(job_ids) >= many
+
+    async def calls_for(ids: list[int]) -> tuple[int, int]:
+        opts = finsy.SwitchOptions(device_id=ENV.device_id, initial_election_id=1)
+        async with finsy.Switch("reader", ENV.grpc_addr, opts) as sw:
+            thrift = CountingThrift(Bmv2Thrift(ENV.grpc_host, ENV.thrift_port))
+            regs = ThriftJobRegisters(ENV.grpc_host, ENV.thrift_port, client=thrift, switch=sw)
+            states = await regs.read(ids)
+            assert sorted(states) == sorted(ids)
+            return thrift.calls, len(states)
+
+    few, _ = asyncio.run(calls_for(job_ids[:READ_ALL_FROM]))
+    all_, n = asyncio.run(calls_for(job_ids))
+    assert n >= many and few == all_ == len(p4names.JOB_REGISTERS)
+
+    for name in names:
+        stub.Release(pb.JobRef(job=name), timeout=30)
+    assert not any(e.table == T_JOB_BY_SRC for e in entries_on_switch().values())
 
 
 def test_overlap_gauge_tracks_a_two_step_misalignment_into_prometheus(setup, tmp_path):

@@ -10,7 +10,7 @@ for as long as the fleet allows.
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Callable, Container
 
 from symphony.sizes import MAX_JOBS, TAG_MAX
 
@@ -29,11 +29,22 @@ def ranges_for(mode: str) -> tuple[range, ...]:
 def pick(used: Container[int], mode: str, cursor: int = 0) -> int | None:
     """The first ID of the mode's ranges not in ``used``, searching each range from just after
     ``cursor`` (wrapping); None when every ID the mode may use is taken."""
+
+    def first_free(lo: int, hi: int) -> int | None:
+        return next((i for i in range(lo, hi + 1) if i not in used), None)
+
+    return search(first_free, mode, cursor)
+
+
+def search(first_free: Callable[[int, int], int | None], mode: str, cursor: int = 0) -> int | None:
+    """`pick` over any source of free IDs: ``first_free(lo, hi)`` is the lowest free ID in
+    lo..hi (inclusive), or None. The store answers it from its index without listing every live
+    ID (jobs/store.py)."""
     for r in ranges_for(mode):
-        n = len(r)
-        start = (cursor - r.start + 1) % n if r.start <= cursor < r.stop else 0
-        for i in range(n):
-            candidate = r.start + (start + i) % n
-            if candidate not in used:
-                return candidate
+        start = cursor + 1 if r.start <= cursor < r.stop else r.start
+        got = first_free(start, r.stop - 1) if start < r.stop else None
+        if got is None and start > r.start:
+            got = first_free(r.start, start - 1)
+        if got is not None:
+            return got
     return None

@@ -75,6 +75,9 @@ class JobManager:
                 releasing.append(job)
         return active, releasing
 
+    def job(self, job_id: int) -> Job | None:
+        return self.store.get(job_id)
+
     def params_of(self, job: Job) -> Any:
         return model_params.effective(self.config.defaults, self.store.global_params(), job.params)
 
@@ -108,14 +111,14 @@ class JobManager:
             job, created = self.store.allocate(
                 request_key, name, mode, clean_hosts, clean_switches, clean_params
             )
-        status = await self._sync(job.switches) if job.state == "active" else {}
+        status = await self._sync(job.switches, job) if job.state == "active" else {}
         return Outcome(job, created, status)
 
     async def release(self, ref: int | str) -> Outcome:
         job = self.find(ref)
         async with self._write_lock:
             job = self.store.release(job.job_id)
-        status = await self._sync(job.pending)
+        status = await self._sync(job.pending, job)
         after = self.store.by_uid(job.uid) or job
         for sw in job.switches:
             if sw not in after.pending:
@@ -124,6 +127,13 @@ class JobManager:
 
     def list(self, include_released: bool = False) -> list[Job]:
         return self.store.list(include_released)
+
+    def active_labels(self) -> list[tuple[int, str, tuple[str, ...]]]:
+        """(Job_ID, name, switches) of every active job (telemetry's labels)."""
+        return self.store.active_labels()
+
+    def count_by_state(self) -> dict[str, int]:
+        return self.store.count_by_state()
 
     def find(self, ref: int | str) -> Job:
         """A live job by Job_ID or by name."""
@@ -174,7 +184,7 @@ class JobManager:
             )
             self._check_targets({**job.params, **clean}, job.switches)
             job = self.store.set_job_params(job.job_id, clean)
-        return Outcome(job, False, await self._sync(job.switches))
+        return Outcome(job, False, await self._sync(job.switches, job))
 
     def switch_status(self) -> list[Any]:
         return [
@@ -201,7 +211,11 @@ class JobManager:
             except ValueError as exc:
                 raise v.invalid(f"params ({sw})", str(exc)) from exc
 
-    async def _sync(self, switches: Iterable[str]) -> dict[str, str]:
+    async def _sync(self, switches: Iterable[str], job: Job | None = None) -> dict[str, str]:
+        """Install the committed change on each switch: ``job``'s entries only, or everything
+        (a global parameter change) when None."""
+        job_ids = None if job is None else [job.job_id]
+
         async def one(sw: str) -> str:
             session = self.sessions.get(sw)
             if session is None:
@@ -210,7 +224,7 @@ class JobManager:
                 return f"pending: switch {session.status.state}"
             # shield: on timeout the sync goes on in the background; only the answer stops
             # waiting for it.
-            work = asyncio.ensure_future(session.sync())
+            work = asyncio.ensure_future(session.sync(job_ids))
             try:
                 await asyncio.wait_for(asyncio.shield(work), self.config.install_timeout_s)
                 return INSTALLED

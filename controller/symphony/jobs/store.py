@@ -47,6 +47,13 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS live_job_id ON jobs(job_id) WHERE state != 'released';
 CREATE UNIQUE INDEX IF NOT EXISTS live_name ON jobs(name) WHERE state != 'released';
+-- The source addresses of live hosts-mode jobs, one row each: the host clash check of an
+-- allocation is one indexed lookup instead of a scan of every live job. Derived from jobs (and
+-- rebuilt from it on every open); kept in the same transactions.
+CREATE TABLE IF NOT EXISTS live_hosts (
+    host  TEXT PRIMARY KEY,
+    uid   INTEGER NOT NULL REFERENCES jobs(uid)
+);
 CREATE TABLE IF NOT EXISTS globals (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL                    -- JSON
@@ -105,6 +112,14 @@ class JobStore:
         self._db.execute("PRAGMA busy_timeout=5000")
         # Idempotent DDL (IF NOT EXISTS); safe to run on every start.
         self._db.executescript(SCHEMA)
+        # live_hosts is derived: rebuild it, so a database from before it existed gets it too.
+        with self._tx() as db:
+            db.execute("DELETE FROM live_hosts")
+            db.execute(
+                "INSERT OR IGNORE INTO live_hosts (host, uid) SELECT h.value, j.uid"
+                " FROM jobs j, json_each(j.hosts) h"
+                " WHERE j.state != 'released' AND j.mode = 'hosts'"
+            )
 
     def close(self) -> None:
         self._db.close()
@@ -153,6 +168,28 @@ class JobStore:
             sql += " WHERE state != 'released'"
         return [_job(r) for r in self._db.execute(sql + " ORDER BY job_id, uid")]
 
+    def active_labels(self) -> list[tuple[int, str, tuple[str, ...]]]:
+        """(Job_ID, name, switches) of every active job: what telemetry labels its series with,
+        without decoding whole rows (16k of them every sweep)."""
+        rows = self._db.execute(
+            "SELECT job_id, name, switches FROM jobs WHERE state = 'active' ORDER BY job_id"
+        )
+        paths: dict[str, tuple[str, ...]] = {}  # most jobs share a path: decode each once
+        out = []
+        for job_id, name, switches in rows:
+            path = paths.get(switches)
+            if path is None:
+                path = paths[switches] = tuple(json.loads(switches))
+            out.append((job_id, name, path))
+        return out
+
+    def count_by_state(self) -> dict[str, int]:
+        """Live jobs per state."""
+        rows = self._db.execute(
+            "SELECT state, COUNT(*) FROM jobs WHERE state != 'released' GROUP BY state"
+        )
+        return {r[0]: r[1] for r in rows}
+
     def global_params(self) -> dict[str, Any]:
         row = self._db.execute("SELECT value FROM globals WHERE key = ?", (PARAMS_KEY,)).fetchone()
         return json.loads(row[0]) if row else {}
@@ -183,22 +220,30 @@ class JobStore:
                         f"{row['job_id']} {row['name']!r})",
                     )
                 return _job(row), False
-            live = [_job(r) for r in db.execute("SELECT * FROM jobs WHERE state != 'released'")]
-            for job in live:
-                if job.name == name:
-                    raise JobError(
-                        Kind.CONFLICT, "name", f"job {job.job_id} is already named {name!r}"
-                    )
+            # Indexed lookups only: the cost of an allocation does not grow with the live jobs.
+            same_name = db.execute(
+                "SELECT job_id FROM jobs WHERE name = ? AND state != 'released'", (name,)
+            ).fetchone()
+            if same_name is not None:
+                raise JobError(
+                    Kind.CONFLICT, "name", f"job {same_name[0]} is already named {name!r}"
+                )
+            if mode == "hosts" and hosts:
                 # hosts mode: a source address can belong to one job only (job_by_src is exact).
-                clash = set(job.hosts) & set(hosts) if job.mode == mode == "hosts" else set()
+                # One JSON parameter, not one per host: a job may list thousands.
+                clash = db.execute(
+                    "SELECT l.host, j.job_id FROM live_hosts l JOIN jobs j USING (uid)"
+                    " WHERE l.host IN (SELECT value FROM json_each(?)) ORDER BY l.host",
+                    (json.dumps(list(hosts)),),
+                ).fetchall()
                 if clash:
+                    owner = clash[0][1]
+                    mine = sorted(h for h, j in clash if j == owner)
                     raise JobError(
-                        Kind.CONFLICT,
-                        "hosts",
-                        f"{_some(sorted(clash))} already belong to job {job.job_id}",
+                        Kind.CONFLICT, "hosts", f"{_some(mine)} already belong to job {owner}"
                     )
             cursor = self._global(db, CURSOR_KEY, 0)
-            job_id = allocator.pick({j.job_id for j in live}, mode, cursor)
+            job_id = allocator.search(lambda lo, hi: _first_free(db, lo, hi), mode, cursor)
             if job_id is None:
                 raise JobError(
                     Kind.EXHAUSTED, "", f"every Job_ID a {mode}-mode job can use is taken"
@@ -219,6 +264,11 @@ class JobStore:
                     now,
                 ),
             )
+            if mode == "hosts":
+                db.executemany(
+                    "INSERT INTO live_hosts (host, uid) VALUES (?, ?)",
+                    [(h, cur.lastrowid) for h in hosts],
+                )
             self._set_global(db, CURSOR_KEY, job_id)
             row = db.execute("SELECT * FROM jobs WHERE uid = ?", (cur.lastrowid,)).fetchone()
             return _job(row), True
@@ -257,6 +307,7 @@ class JobStore:
                     " WHERE uid = ?",
                     (time.time(), uid),
                 )
+                db.execute("DELETE FROM live_hosts WHERE uid = ?", (uid,))
             return _job(db.execute("SELECT * FROM jobs WHERE uid = ?", (uid,)).fetchone())
 
     def set_job_params(self, job_id: int, overrides: Mapping[str, Any]) -> Job:
@@ -291,6 +342,28 @@ class JobStore:
             " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, json.dumps(value, sort_keys=True)),
         )
+
+
+def _first_free(db: sqlite3.Connection, lo: int, hi: int) -> int | None:
+    """The lowest Job_ID in lo..hi that no live job holds, or None: bisection on counts of the
+    live_job_id index (counted inside SQLite), so an allocation costs about a millisecond even
+    when the range is all but full, instead of listing every live ID."""
+
+    def used(a: int, b: int) -> int:
+        return db.execute(
+            "SELECT COUNT(*) FROM jobs WHERE state != 'released' AND job_id BETWEEN ? AND ?",
+            (a, b),
+        ).fetchone()[0]
+
+    if lo > hi or used(lo, hi) == hi - lo + 1:
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if used(lo, mid) < mid - lo + 1:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 def _some(items: list[str], shown: int = 8) -> str:

@@ -25,10 +25,12 @@ from finsy import P4CounterData, P4CounterEntry, P4RegisterEntry
 from symphony.model.pipeline import JobState
 from symphony.p4names import FLOW_BASE, JOB_COUNTERS, JOB_REGISTERS, TOFINO_JOB_REGISTERS
 from symphony.sizes import WRITE_BATCH
+from symphony.switch import raw_read
 from symphony.switch.thrift_registers import Bmv2Thrift
 
 T = TypeVar("T")
-# Reading this many jobs or more fetches whole register arrays instead of one slot per call.
+# Reading this many jobs or more fetches whole register and counter arrays (one call each)
+# instead of one slot per call: a telemetry sweep costs the same at 32 jobs as at 16k.
 READ_ALL_FROM = 32
 
 
@@ -48,11 +50,17 @@ class JobRegisters(Protocol):
 
 
 class ThriftJobRegisters:
-    """bmv2: registers and counters through the Thrift runtime API (blocking, so in a thread)."""
+    """bmv2: registers and counters through the Thrift runtime API (blocking, so in a thread).
 
-    def __init__(self, host: str, port: int, client: Any = None) -> None:
+    bmv2's Thrift API reads a whole register array in one call but a counter one cell per call;
+    its P4Runtime server reads a whole counter array (a wildcard CounterEntry) but no register
+    (p4lang/PI#376). So with ``switch`` (the session's P4Runtime connection) a read of many jobs
+    takes registers over Thrift and counters over P4Runtime, a fixed number of calls (6 + 3)."""
+
+    def __init__(self, host: str, port: int, client: Any = None, switch: Any = None) -> None:
         self.host = host
         self.port = port
+        self.switch = switch
         self._client = client
         # One Thrift connection is not safe to share between threads; calls are serialized.
         self._lock = threading.Lock()
@@ -83,19 +91,22 @@ class ThriftJobRegisters:
                 self._client = None
                 raise
 
+    def _register_arrays(self) -> dict[str, list[int]]:
+        return {
+            name: self._call(lambda c, n=name: c.register_read_all(n))
+            for name in JOB_REGISTERS.values()
+        }
+
     def _read_sync(self, job_ids: list[int]) -> dict[int, JobState]:
         regs: dict[str, Any]
-        # A few jobs: one call per slot; many (telemetry): whole arrays, MAX_JOBS each.
+        # A few jobs: one call per slot; many: whole arrays, MAX_JOBS each.
         if len(job_ids) < READ_ALL_FROM:
             regs = {
                 name: self._call(lambda c, n=name: {j: c.register_read(n, j) for j in job_ids})
                 for name in JOB_REGISTERS.values()
             }
         else:
-            regs = {
-                name: self._call(lambda c, n=name: c.register_read_all(n))
-                for name in JOB_REGISTERS.values()
-            }
+            regs = self._register_arrays()
         out = {}
         for jid in job_ids:
             raw = {name: values[jid] for name, values in regs.items()}
@@ -123,7 +134,14 @@ class ThriftJobRegisters:
                 raise
 
     async def read(self, job_ids: Iterable[int]) -> dict[int, JobState]:
-        return await asyncio.to_thread(self._read_sync, list(job_ids))
+        ids = list(job_ids)
+        if len(ids) < READ_ALL_FROM or self.switch is None:
+            return await asyncio.to_thread(self._read_sync, ids)
+        regs = await asyncio.to_thread(self._register_arrays)
+        counters = {
+            f: await raw_read.counter_array(self.switch, n) for f, n in JOB_COUNTERS.items()
+        }
+        return await _states(ids, regs, counters)
 
     async def reset(self, job_ids: Iterable[int]) -> None:
         ids = list(job_ids)
@@ -151,9 +169,16 @@ class P4RuntimeJobRegisters:
 
     async def read(self, job_ids: Iterable[int]) -> dict[int, JobState]:
         ids = list(job_ids)
+        if len(ids) >= READ_ALL_FROM:
+            # Many jobs (telemetry): one wildcard read per register and counter array.
+            regs = {name: await self.read_array(name) for name in JOB_REGISTERS.values()}
+            counters = {
+                f: await raw_read.counter_array(self.switch, n) for f, n in JOB_COUNTERS.items()
+            }
+            return await _states(ids, regs, counters)
         raw: dict[int, dict[str, int]] = {j: {} for j in ids}
         cnt: dict[int, dict[str, int]] = {j: {} for j in ids}
-        # One read per job and register; a wildcard read would fetch all MAX_JOBS slots.
+        # A few jobs: one read per job and register.
         reg_reads = [P4RegisterEntry(name, index=j) for j in ids for name in JOB_REGISTERS.values()]
         async for e in self.switch.read(reg_reads):
             raw[e.index][_alias_to_full(e.register_id, JOB_REGISTERS.values())] = _int(e.data)
@@ -171,8 +196,9 @@ class P4RuntimeJobRegisters:
             updates += [~P4RegisterEntry(name, index=j, data=0) for name in names]
             zero = P4CounterData(byte_count=0, packet_count=0)
             updates += [~P4CounterEntry(name, index=j, data=zero) for name in JOB_COUNTERS.values()]
-        if updates:
-            await self.switch.write(updates)
+        # Batched: many jobs at once (a switch that came back) would exceed gRPC's message limit.
+        for i in range(0, len(updates), WRITE_BATCH):
+            await self.switch.write(updates[i : i + WRITE_BATCH])
 
     async def clear_all(self) -> None:
         # One update per slot (P4Runtime has no "reset the array"), sent in batches.
@@ -193,6 +219,26 @@ class P4RuntimeJobRegisters:
         async for e in self.switch.read(P4RegisterEntry(name)):
             values[e.index] = _int(e.data)
         return values
+
+
+# Jobs decoded between two yields to the event loop (16k of them take tens of milliseconds).
+DECODE_SLICE = 2048
+
+
+async def _states(
+    job_ids: list[int], regs: dict[str, list[int]], counters: dict[str, list[int]]
+) -> dict[int, JobState]:
+    """Each job's state from whole arrays (register P4Info name -> values; counter field ->
+    packet counts), in slices so that requests are served in between."""
+    out: dict[int, JobState] = {}
+    for i in range(0, len(job_ids), DECODE_SLICE):
+        for j in job_ids[i : i + DECODE_SLICE]:
+            out[j] = JobState.from_registers(
+                {name: values[j] for name, values in regs.items()},
+                {f: values[j] for f, values in counters.items()},
+            )
+        await asyncio.sleep(0)
+    return out
 
 
 def _alias_to_full(alias: str, names: Iterable[str]) -> str:

@@ -17,8 +17,11 @@ waits 10 s after a quick failure and lets gRPC back off up to 15 s: too slow to 
 bmv2 reconciled within seconds. Our backoff starts at ``backoff_initial_s`` and doubles to
 ``backoff_max_s``.
 
-Job changes while connected (Allocate, Release, SetParams) call ``sync()``: the same diff, against
-the session's mirror of what it wrote instead of a fresh read of all tables.
+Job changes while connected (Allocate, Release, SetParams of one job) call ``sync(job_ids)``: only
+those jobs' desired entries are derived and diffed against the session's mirror of what they hold
+on the switch, so a change costs what it changes, whatever the number of live jobs. A global
+change (``sync()`` with no job) and any sync after a failed write diff the whole switch, as a
+reconciliation does. docs/scale.md has the design and the measurements.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import finsy
-from finsy import P4TableEntry, SwitchEvent, SwitchOptions
+from finsy import SwitchEvent, SwitchOptions
 from finsy.proto import p4r
 
 from symphony import p4names
@@ -39,7 +42,7 @@ from symphony.config import Config, SwitchConfig
 from symphony.jobs.store import Job
 from symphony.model.pipeline import JobState
 from symphony.sizes import WRITE_BATCH
-from symphony.switch import desired, entries
+from symphony.switch import desired, entries, raw_read
 from symphony.switch.registers import JobRegisters, ThriftJobRegisters
 from symphony.switch.targets import Target, target
 
@@ -53,6 +56,9 @@ class DesiredSource(Protocol):
 
     def jobs_on(self, switch: str) -> tuple[list[Job], list[Job]]:
         """(active jobs on this switch, releasing jobs still pending on it)."""
+
+    def job(self, job_id: int) -> Job | None:
+        """The live job that holds ``job_id`` (active or releasing), if any."""
 
     def action_params(self, job: Job, tick_ns: int) -> dict[str, int]: ...
 
@@ -88,6 +94,8 @@ class SessionStatus:
     last_reconcile_changes: int = 0
     entries: int = 0
     jobs: int = 0
+    # P4Runtime table updates written since the daemon started (a one-job change adds its own).
+    updates: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -108,6 +116,11 @@ class SwitchSession:
         self._base: dict[entries.EntryKey, p4r.TableEntry] | None = None
         # Encoded entries per job, keyed by everything they depend on (see _job_entries).
         self._job_cache: dict[tuple[Any, ...], list[tuple[entries.EntryKey, p4r.TableEntry]]] = {}
+        # Job_ID -> the keys of its entries in the mirror (what a one-job sync diffs against).
+        self._job_keys: dict[int, list[entries.EntryKey]] = {}
+        # Jobs whose desired state changed since the last sync; _dirty_all: everything did.
+        self._dirty: set[int] = set()
+        self._dirty_all = False
         self._ready = asyncio.Event()
         # sync() coalescing: tickets handed to callers, and the last one a finished sync covered.
         self._tickets = 0
@@ -189,11 +202,13 @@ class SwitchSession:
         LOG.warning("%s: %s", self.name, self.status.last_error)
 
     async def reconcile(self) -> int:
-        """Full read-back of the switch's tables, then write the difference."""
+        """Full read-back of the switch's tables, then write the difference to the whole desired
+        state (on connect, and every ``reconcile_interval_s``)."""
         async with self._lock:
             sw = self._require()
             self.status.state = "reconciling"
-            self._mirror = await self._read_all(sw)
+            self._mirror_stale = True  # read afresh below, whatever the mirror held
+            self._dirty_all = True
             changes = await self._sync_locked(sw)
             self.status.state = "ready"
             self.status.last_reconcile = time.time()
@@ -204,13 +219,19 @@ class SwitchSession:
             self.on_reconciled(self)
         return changes
 
-    async def sync(self) -> int:
-        """Bring the switch to the current desired state, diffing against the mirror.
+    async def sync(self, job_ids: Iterable[int] | None = None) -> int:
+        """Bring the switch to the current desired state of ``job_ids`` (every job and the base
+        entries when None), diffing against the mirror.
 
         Called after the caller committed its change. Concurrent callers coalesce: a sync that
-        began reading the desired state after a caller's commit covers that caller too, so
-        callers queued behind the lock return as soon as such a sync succeeded.
+        took the dirty jobs after a caller's commit covers that caller too (one write per kind
+        for all of them), so callers queued behind the lock return as soon as such a sync
+        succeeded.
         """
+        if job_ids is None:
+            self._dirty_all = True
+        else:
+            self._dirty.update(job_ids)
         self._tickets += 1
         ticket = self._tickets
         async with self._lock:
@@ -218,10 +239,7 @@ class SwitchSession:
                 return 0
             if not self.is_ready:
                 raise SwitchUnavailable(self.name, self.status.last_error or self.status.state)
-            sw = self._require()
-            if self._mirror_stale:
-                self._mirror = await self._read_all(sw)
-            return await self._sync_locked(sw)
+            return await self._sync_locked(self._require())
 
     def _require(self) -> finsy.Switch:
         if self._sw is None:
@@ -236,16 +254,25 @@ class SwitchSession:
         return self._base
 
     async def _sync_locked(self, sw: finsy.Switch) -> int:
-        # If a write fails half way, the mirror no longer matches the switch: read it afresh
-        # before the next diff.
-        self._mirror_stale = True
-        covers = self._tickets  # every commit made before now is in what _sync_steps reads
-        changes = await self._sync_steps(sw)
+        # Everything committed before this point is covered: the dirty set is taken here, and the
+        # desired state is read from the store after it, with no await in between.
+        covers = self._tickets
+        dirty, self._dirty = self._dirty, set()
+        full = self._dirty_all or self._mirror_stale
+        self._dirty_all = False
+        # If a write fails half way, the mirror no longer matches the switch: the next sync reads
+        # it afresh and diffs everything (so the dirty jobs taken here are not lost).
+        stale, self._mirror_stale = self._mirror_stale, True
+        if stale:
+            self._mirror = await self._read_all(sw)
+        changes = await (self._sync_all(sw) if full else self._sync_jobs(sw, dirty))
         self._mirror_stale = False
         self._synced = max(self._synced, covers)
+        self.status.entries = len(self._mirror)
         return changes
 
-    async def _sync_steps(self, sw: finsy.Switch) -> int:
+    async def _sync_all(self, sw: finsy.Switch) -> int:
+        """The whole switch: base entries and every job, against the whole mirror."""
         schema = sw.p4info
         active, releasing = self.source.jobs_on(self.name)
         want: dict[entries.EntryKey, p4r.TableEntry] = dict(self._base_entries(schema))
@@ -254,16 +281,76 @@ class SwitchSession:
             for k, pb in self._job_entries(job, schema):
                 want[k] = pb
                 owner[k] = job.job_id
-        d = entries.diff(self._mirror, want)
+        # No job entry on the switch (a cold start, a restarted switch): no job is tracked, so
+        # zeroing whole register arrays (a few calls) replaces zeroing each new job (9 each).
+        job_tables = {schema.tables[t].id for t in desired.JOB_TABLES}
+        no_job_present = not any(k[0] in job_tables for k in self._mirror)
+        changes = await self._apply(
+            sw, self._mirror, want, owner, releasing, bulk_reset=no_job_present
+        )
+        self._job_keys = {}
+        for k, jid in owner.items():
+            self._job_keys.setdefault(jid, []).append(k)
+        self.status.jobs = len(active)
+        return changes
+
+    async def _sync_jobs(self, sw: finsy.Switch, job_ids: set[int]) -> int:
+        """Only these jobs: their desired entries against what the mirror holds of them."""
+        schema = sw.p4info
+        want: dict[entries.EntryKey, p4r.TableEntry] = {}
+        owner: dict[entries.EntryKey, int] = {}
+        releasing: list[Job] = []
+        for jid in sorted(job_ids):
+            job = self.source.job(jid)
+            if job is None:
+                continue  # released everywhere: nothing of it is wanted
+            if job.state == "active" and self.name in job.switches:
+                for k, pb in self._job_entries(job, schema):
+                    want[k] = pb
+                    owner[k] = jid
+            elif job.state == "releasing" and self.name in job.pending:
+                releasing.append(job)
+        # What the switch holds of these jobs, and whatever sits at the keys they want.
+        have = {
+            k: self._mirror[k]
+            for jid in job_ids
+            for k in self._job_keys.get(jid, ())
+            if k in self._mirror
+        }
+        have.update((k, self._mirror[k]) for k in want if k in self._mirror)
+        before = sum(1 for jid in job_ids if self._job_keys.get(jid))
+        changes = await self._apply(sw, have, want, owner, releasing, bulk_reset=False)
+        for jid in job_ids:
+            self._job_keys.pop(jid, None)
+        for k, jid in owner.items():
+            self._job_keys.setdefault(jid, []).append(k)
+        after = sum(1 for jid in job_ids if self._job_keys.get(jid))
+        self.status.jobs += after - before
+        return changes
+
+    async def _apply(
+        self,
+        sw: finsy.Switch,
+        have: dict[entries.EntryKey, p4r.TableEntry],
+        want: dict[entries.EntryKey, p4r.TableEntry],
+        owner: dict[entries.EntryKey, int],
+        releasing: list[Job],
+        *,
+        bulk_reset: bool,
+    ) -> int:
+        """Write what turns ``have`` (part of the mirror) into ``want``, in the safe order, and
+        update the mirror."""
+        schema = sw.p4info
+        d = entries.diff(have, want)
         # Entries the switch already holds as wanted: keep the desired object in the mirror, so
         # the next diff recognises them by identity instead of comparing their bytes again.
         changed = {entries.key_of(e) for e in d.modify}
         for k, pb in want.items():
-            if k in self._mirror and k not in changed:
+            if k in have and k not in changed:
                 self._mirror[k] = pb
         # A job is new on this switch when none of its entries is there yet: zero its state
         # before the first entry can classify a packet to it.
-        present_jobs = {owner[k] for k in self._mirror if k in owner}
+        present_jobs = {owner[k] for k in have if k in owner}
         new_jobs = sorted(
             {owner[entries.key_of(e)] for e in d.insert if entries.key_of(e) in owner}
             - present_jobs
@@ -274,7 +361,10 @@ class SwitchSession:
         d.delete.sort(key=lambda e: _table_rank(e, schema))
         await self._write(sw, p4r.Update.DELETE, d.delete)
         if self._registers is not None and new_jobs:
-            await self._registers.reset(new_jobs)
+            if bulk_reset and len(new_jobs) > 1:
+                await self._registers.clear_all()
+            else:
+                await self._registers.reset(new_jobs)
         await self._write(sw, p4r.Update.MODIFY, d.modify)
         d.insert.sort(key=lambda e: -_table_rank(e, schema))
         await self._write(sw, p4r.Update.INSERT, d.insert)
@@ -291,12 +381,10 @@ class SwitchSession:
                 await self._registers.reset(j.job_id for j in releasing)
             for job in releasing:
                 self.source.cleared(job, self.name)
-        self.status.entries = len(self._mirror)
-        self.status.jobs = len(active)
         return len(d)
 
     def _job_entries(self, job: Job, schema: Any) -> list[tuple[entries.EntryKey, p4r.TableEntry]]:
-        """A job's encoded entries with their keys; encoding is cached because every change
+        """A job's encoded entries with their keys; encoding is cached because a reconciliation
         re-derives the desired state of all jobs on the switch."""
         params = self.source.action_params(job, self.target.tick_ns)
         ck = (job.job_id, job.mode, tuple(job.hosts), tuple(sorted(params.items())))
@@ -312,25 +400,27 @@ class SwitchSession:
         return got
 
     async def _read_all(self, sw: finsy.Switch) -> dict[entries.EntryKey, p4r.TableEntry]:
-        got: list[p4r.TableEntry] = []
         schema = sw.p4info
-        async for e in sw.read(P4TableEntry()):
-            # Const tables (classify.opcode_class) hold the program's own entries: read-only at
-            # runtime, never part of the diff (a DELETE of them would fail the whole batch).
-            if schema.tables[e.table_id].is_const:
-                continue
-            got.append(entries.strip_for_compare(e.encode(schema).table_entry))
+        const = {t.id for t in schema.tables if t.is_const}
+        # Const tables (classify.opcode_class) hold the program's own entries: read-only at
+        # runtime, never part of the diff (a DELETE of them would fail the whole batch).
+        # Read undecoded (raw_read): the entries are compared as protobufs anyway.
+        got = [
+            e for e in await raw_read.table_entries(sw, p4r.TableEntry()) if e.table_id not in const
+        ]
         # Default entries are not part of a wildcard read; read those we have an opinion on.
-        defaults = [k[0] for k in self._base_entries(sw.p4info) if k[1:] == ("default",)]
+        defaults = [k[0] for k in self._base_entries(schema) if k[1:] == ("default",)]
         for table_id in defaults:
-            table = sw.p4info.tables[table_id]
-            async for e in sw.read(P4TableEntry(table.name, is_default_action=True)):
-                got.append(entries.strip_for_compare(e.encode(sw.p4info).table_entry))
-        return entries.index(got)
+            got += await raw_read.table_entries(
+                sw, p4r.TableEntry(table_id=table_id, is_default_action=True)
+            )
+        return entries.index(entries.strip_for_compare(e) for e in got)
 
     async def _write(self, sw: finsy.Switch, kind: int, items: Sequence[p4r.TableEntry]) -> None:
         for i in range(0, len(items), WRITE_BATCH):
-            await sw.write(entries.updates(kind, items[i : i + WRITE_BATCH]))
+            chunk = items[i : i + WRITE_BATCH]
+            await sw.write(entries.updates(kind, chunk))
+            self.status.updates += len(chunk)
 
     # ---- live state --------------------------------------------------------------------------
 

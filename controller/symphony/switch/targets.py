@@ -31,8 +31,9 @@ class Bmv2(Target):
         return pipeline.device_config.read_bytes()
 
     def registers(self, sw: SwitchConfig, session_switch: Any) -> JobRegisters:
-        # p4lang/PI#376: no RegisterEntry over bmv2's P4Runtime; use its Thrift API.
-        return ThriftJobRegisters(sw.thrift_host, sw.thrift_port)
+        # p4lang/PI#376: no RegisterEntry over bmv2's P4Runtime; use its Thrift API (and the
+        # session's P4Runtime channel for whole counter arrays).
+        return ThriftJobRegisters(sw.thrift_host, sw.thrift_port, switch=session_switch)
 
 
 class Tofino2(Target):

@@ -80,7 +80,9 @@ class Bmv2Thrift:
         sock = TSocket.TSocket(host, port)
         sock.setTimeout(int(timeout_s * 1000))
         self._transport = TTransport.TBufferedTransport(sock)
-        protocol = TBinaryProtocol.TBinaryProtocol(self._transport)
+        # The accelerated protocol decodes in C when thrift's fastbinary extension is there (pure
+        # Python otherwise): a whole register array is 16384 values.
+        protocol = TBinaryProtocol.TBinaryProtocolAccelerated(self._transport)
         self._transport.open()
         self._std = standard.Client(TMultiplexedProtocol.TMultiplexedProtocol(protocol, "standard"))
         self._ss = simple_switch.Client(
