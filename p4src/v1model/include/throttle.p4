@@ -3,7 +3,7 @@
 //   d = log2 p + log2 alpha + k_log - log2 psn_rec      (k_log = (log2 k + 16) * 256)
 // and a table maps d to a coin threshold; d >= 16 * 256 means P >= 1 (the default: always).
 control Throttle(inout symphony_meta_t meta) {
-    counter(MAX_JOBS, CounterType.packets) marks;
+    counter<job_id_t>(MAX_JOBS, CounterType.packets) marks;
 
     // A miss on a log table means the controller has not installed them: never mark then.
     action lut_miss() {
@@ -55,14 +55,12 @@ control Throttle(inout symphony_meta_t meta) {
     }
 
     apply {
-        meta.symphony_mark = false;
-        meta.threshold = 0;
-        step_t d = meta.step - meta.step_min;
-        bool outpacing = d != 0 && d[15:15] == 0;
-        // No mark for lagging packets, during warm-up, with unknown progress, or with p = 0
-        // (P = 0 exactly; log2 0 has no entry).
-        if (meta.mark_enable == 1 && outpacing && meta.psn_rec > meta.n_warmup
-                && meta.p_known && meta.p != 0) {
+        // No mark for lagging packets, during warm-up, with unknown progress or with p = 0
+        // (P = 0 exactly; log2 0 has no entry): p = 0 covers both (psn.p4). job_state.p4 has
+        // found out whether the packet is outpacing. symphony_mark and threshold start at 0
+        // (v1model zeroes metadata for every packet).
+        if (meta.outpacing && meta.mark_enable == 1 && meta.psn_rec > meta.n_warmup
+                && meta.p != 0) {
             log_p.apply();
             log_psn_rec.apply();
             log_alpha.apply();
@@ -76,7 +74,7 @@ control Throttle(inout symphony_meta_t meta) {
                 random(coin, 0, COIN_MAX);
                 if (coin < meta.threshold) {
                     meta.symphony_mark = true;
-                    marks.count((bit<32>)meta.job_id);
+                    marks.count(meta.job_id);
                 }
             }
         }
