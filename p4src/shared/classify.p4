@@ -108,15 +108,18 @@ control Classify(in ipv4_h ipv4, in udp_h udp, in bth_h bth, inout symphony_meta
 #else
         // v1model runs one lookup after the other and pays for each, so it makes only those
         // whose result is used: none for an opcode that is not step traffic, no tag lookup for
-        // an untagged packet. The outcome is the same as on Tofino.
+        // an untagged packet. The outcome is Tofino's, and `tracked` is final here: a packet
+        // without a Job_ID, or whose job has no parameters, is not tracked.
         if (meta.tracked) {
             if (meta.tag == 0) {
                 job_by_src.apply();
             } else if (!job_by_tag.apply().hit) {
                 job_by_src.apply();
             }
-            if (meta.job_id != 0) {
-                job_params.apply();
+            if (meta.job_id == 0) {
+                meta.tracked = false;
+            } else if (!job_params.apply().hit) {
+                meta.tracked = false;
             }
         }
 #endif

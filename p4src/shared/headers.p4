@@ -100,9 +100,6 @@ struct symphony_meta_t {
     bit<8>   alpha;
     // Probability arithmetic (throttle.p4).
     bool     lut_miss;
-    log_t    log_p;
-    log_t    log_psn_rec;
-    log_t    log_alpha;
     bit<16>  d;
     bit<32>  threshold;
     // Outputs.
@@ -110,8 +107,10 @@ struct symphony_meta_t {
     bool     queue_mark;
 #if !defined(__TARGET_TOFINO__)
     // v1model: job_state.p4 finds out whether the packet is outpacing (its step later than
-    // step_min after the update, SPEC 4.4) while it compares the steps anyway.
+    // step_min after the update, SPEC 4.4) while it compares the steps anyway, and the log
+    // lookups add up d as they go (throttle.p4). Tofino keeps these in symphony_tofino_meta_t.
     bool     outpacing;
+    bit<32>  log_sum;
 #endif
 }
 

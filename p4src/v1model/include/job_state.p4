@@ -1,8 +1,8 @@
 // SPEC 3 and 4.1-4.3: the per-job registers and their update, in the SPEC's order.
 // bmv2 interprets every primitive, each a GMP big-integer operation, so this form does only what
 // a packet needs: the registers are indexed by the 16-bit Job_ID itself (no cast per access),
-// each register is written where its value changes and nowhere else, cnt_op is read only where
-// it is used, and the serial step comparisons take one or two operations
+// each register is written where its value changes and nowhere else, cnt_op and alpha_m1 are
+// read only where they are used, and the serial step comparisons take one or two operations
 // (docs/measurements/bmv2-ratio-issue12.md).
 // bmv2 runs one packet's register accesses in program order, so a read after a write in the same
 // packet sees the new value.
@@ -26,35 +26,39 @@ control JobState(inout symphony_meta_t meta, in bit<32> now) {
 
     apply {
         step_t smax;
-        bit<8> am1;
         bit<32> total;
         bit<32> start;
         step_min.read(meta.step_min, meta.job_id);
         psn_rec.read(meta.psn_rec, meta.job_id);
         step_max.read(smax, meta.job_id);
-        alpha_m1.read(am1, meta.job_id);
         cnt_total.read(total, meta.job_id);
         win_start.read(start, meta.job_id);
-        meta.alpha = am1 + 1;
+        // This packet is counted at once, beside the reads (one table fewer for bmv2); a window
+        // that closes below restarts cnt_total at 1 instead.
+        cnt_total.write(meta.job_id, total + 1);
+        packets.count(meta.job_id);
 
         // 1. Window rollover (unsigned, wrap-safe). Eq. 5 without division:
         //    cnt_op >= tau * cnt_total  <=>  cnt_op * 256 >= tau_q8 * cnt_total.
-        //    The window's counters restart at 0 (cnt_total's write below counts this packet).
         if (now - start >= meta.t_win) {
             if (total >= meta.n_sample) {
                 bit<32> op;
+                bit<8> am1;
                 cnt_op.read(op, meta.job_id);
+                alpha_m1.read(am1, meta.job_id);
+                bit<8> alpha = am1 + 1;
                 if ((bit<48>)op * 256 >= (bit<48>)meta.tau_q8 * (bit<48>)total) {
-                    meta.alpha = meta.alpha >= meta.alpha_max ? meta.alpha_max : meta.alpha + 1;
-                } else if (meta.alpha > 1) {
-                    meta.alpha = meta.alpha - 1;
+                    alpha = alpha >= meta.alpha_max ? meta.alpha_max : alpha + 1;
+                } else if (alpha > 1) {
+                    alpha = alpha - 1;
                 }
-                alpha_m1.write(meta.job_id, meta.alpha - 1);
+                alpha_m1.write(meta.job_id, alpha - 1);
             }
             total = 0;
             meta.psn_rec = 0;
             psn_rec.write(meta.job_id, 0);
             cnt_op.write(meta.job_id, 0);
+            cnt_total.write(meta.job_id, 1);
             win_start.write(meta.job_id, now);
         }
 
@@ -65,12 +69,11 @@ control JobState(inout symphony_meta_t meta, in bit<32> now) {
         if (total == 0 || (meta.step != smax && meta.step - smax < 0x8000)) {
             step_max.write(meta.job_id, meta.step);
         }
-        cnt_total.write(meta.job_id, total + 1);
-        packets.count(meta.job_id);
 
         // 3. Progress (Algorithm 1, lines 3-10): assignments, so duplicates are idempotent. A
         //    later step also counts for eq. 5 (cnt_op), and unless it completes its step it is
-        //    still later than step_min afterwards: the packet is outpacing (throttle.p4).
+        //    still later than step_min afterwards: the packet is outpacing, and only then does
+        //    the throttle need alpha (its log_alpha key), so only then is alpha read.
         if (meta.step == meta.step_min) {
             if (meta.is_last) {
                 complete_step();
@@ -80,12 +83,14 @@ control JobState(inout symphony_meta_t meta, in bit<32> now) {
             }
         } else if (meta.step - meta.step_min < 0x8000) {
             bit<32> op;
+            bit<8> am1;
             cnt_op.read(op, meta.job_id);
             cnt_op.write(meta.job_id, op + 1);
+            meta.outpacing = !meta.is_last;
+            alpha_m1.read(am1, meta.job_id);
+            meta.alpha = am1 + 1;
             if (meta.is_last) {
                 complete_step();
-            } else {
-                meta.outpacing = true;
             }
         } else if (meta.is_last) {
             complete_step();

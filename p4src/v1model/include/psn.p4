@@ -6,21 +6,36 @@
 control PsnTracker(in ipv4_h ipv4, in bth_h bth, inout symphony_meta_t meta) {
     register<bit<64>, bit<32>>(FLOW_SLOTS) flow_base;
 
-    apply {
-        // "absolute" mode (each step starts at PSN 0, the paper's testbed) needs no slot to
-        // know p, but a FIRST/ONLY packet still restarts its flow's slot, as in relative mode.
-        if (meta.psn_absolute == 0 || meta.is_first) {
-            bit<32> slot;
-            bit<16> sig;
-            hash(slot, HashAlgorithm.crc32, (bit<32>)0, { ipv4.src_addr, bth.dqpn },
-                 (bit<32>)FLOW_SLOTS);
-            hash(sig, HashAlgorithm.crc16, (bit<16>)0, { ipv4.src_addr, bth.dqpn },
-                 (bit<32>)65536);
-            // The top bit is always set so that an empty slot (all zeros) never matches.
-            sig = sig | 0x8000;
+    bit<32> slot;
+    bit<16> sig;
 
+    @hidden action locate() {
+        hash(slot, HashAlgorithm.crc32, (bit<32>)0, { ipv4.src_addr, bth.dqpn },
+             (bit<32>)FLOW_SLOTS);
+        hash(sig, HashAlgorithm.crc16, (bit<16>)0, { ipv4.src_addr, bth.dqpn },
+             (bit<32>)65536);
+        // The top bit is always set so that an empty slot (all zeros) never matches.
+        sig = sig | 0x8000;
+    }
+
+    // A FIRST/ONLY packet (re)starts its flow's slot: p = 0.
+    @hidden action restart() {
+        flow_base.write(slot, 8w0 ++ sig ++ meta.step ++ bth.psn);
+    }
+
+    apply {
+        if (meta.psn_absolute == 1) {
+            // "absolute" mode (each step starts at PSN 0, the paper's testbed) needs no slot to
+            // know p, but a FIRST/ONLY packet still restarts its flow's slot, as in relative mode.
+            meta.p = bth.psn;
             if (meta.is_first) {
-                flow_base.write(slot, 8w0 ++ sig ++ meta.step ++ bth.psn);
+                locate();
+                restart();
+            }
+        } else {
+            locate();
+            if (meta.is_first) {
+                restart();
             } else {
                 bit<64> slot_value;
                 flow_base.read(slot_value, slot);
@@ -28,9 +43,6 @@ control PsnTracker(in ipv4_h ipv4, in bth_h bth, inout symphony_meta_t meta) {
                     meta.p = bth.psn - slot_value[23:0];
                 }
             }
-        }
-        if (meta.psn_absolute == 1) {
-            meta.p = bth.psn;
         }
     }
 }

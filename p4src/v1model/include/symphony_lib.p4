@@ -47,13 +47,11 @@ control SymphonyTracker(in ipv4_h ipv4, in udp_h udp, in bth_h bth,
         // a dropped packet never reaches a queue (the paper examines dequeued packets).
         if (eligible && bth.isValid()) {
             classify.apply(ipv4, udp, bth, meta);
-            if (meta.tracked && meta.job_id != 0) {
+            if (meta.tracked) {
                 psn.apply(ipv4, bth, meta);
                 // bmv2 timestamps are in microseconds; windows use their low 32 bits.
                 job_state.apply(meta, ingress_global_timestamp[31:0]);
                 throttle.apply(meta);
-            } else {
-                meta.tracked = false;
             }
         }
     }

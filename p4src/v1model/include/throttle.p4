@@ -10,16 +10,20 @@ control Throttle(inout symphony_meta_t meta) {
         meta.lut_miss = true;
     }
 
+    // The lookups run in this order and each action does its step of the sum
+    // d = log p + k_log - log psn_rec + log alpha, so no primitive adds the terms afterwards.
+    // 32 bits, modulo 2^32: every term is below 2^16, so d >= 0 exactly when the sum is below
+    // 2^31, and then its low 16 bits are d whenever the table can hold it.
     action set_log_p(log_t value) {
-        meta.log_p = value;
+        meta.log_sum = (bit<32>)value + (bit<32>)meta.k_log;
     }
 
     action set_log_psn_rec(log_t value) {
-        meta.log_psn_rec = value;
+        meta.log_sum = meta.log_sum - (bit<32>)value;
     }
 
     action set_log_alpha(log_t value) {
-        meta.log_alpha = value;
+        meta.log_sum = meta.log_sum + (bit<32>)value;
     }
 
     action set_threshold(bit<32> threshold) {
@@ -48,7 +52,7 @@ control Throttle(inout symphony_meta_t meta) {
     }
 
     table prob_threshold {
-        key = { meta.d: exact @name("d"); }
+        key = { meta.log_sum[15:0]: exact @name("d"); }   // d (see the actions above)
         actions = { set_threshold; }
         default_action = set_threshold(COIN_ALWAYS);
         size = PROB_TABLE_SIZE;
@@ -64,14 +68,11 @@ control Throttle(inout symphony_meta_t meta) {
             log_p.apply();
             log_psn_rec.apply();
             log_alpha.apply();
-            bit<32> lhs = (bit<32>)meta.log_p + (bit<32>)meta.log_alpha + (bit<32>)meta.k_log;
-            bit<32> rhs = (bit<32>)meta.log_psn_rec;
-            // lhs < rhs means P < 2^-16: below the table's domain, no mark.
-            if (!meta.lut_miss && lhs >= rhs) {
-                meta.d = (bit<16>)(lhs - rhs);
-                prob_threshold.apply();
+            // d < 0 means P < 2^-16: below the table's domain, no mark.
+            if (!meta.lut_miss && meta.log_sum < 0x80000000) {
                 bit<32> coin;
                 random(coin, 0, COIN_MAX);
+                prob_threshold.apply();
                 if (coin < meta.threshold) {
                     meta.symphony_mark = true;
                     marks.count(meta.job_id);
