@@ -107,10 +107,11 @@ struct symphony_meta_t {
     bool     queue_mark;
 #if !defined(__TARGET_TOFINO__)
     // v1model: job_state.p4 finds out whether the packet is outpacing (its step later than
-    // step_min after the update, SPEC 4.4) while it compares the steps anyway, and the log
-    // lookups add up d as they go (throttle.p4). Tofino keeps these in symphony_tofino_meta_t.
+    // step_min after the update, SPEC 4.4) while it compares the steps anyway, the log lookups
+    // add up d as they go (throttle.p4), and psn.p4 subtracts a base that is 0 unless set.
     bool     outpacing;
     bit<32>  log_sum;
+    psn_t    psn_base;      // p = psn - psn_base (psn.p4); 0 in "absolute" mode
 #endif
 }
 
