@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from symphony.config import Config
+from symphony.foreground import Foreground
 from symphony.jobs import validation as v
 from symphony.jobs.errors import JobError, Kind
 from symphony.jobs.store import Job, JobStore
@@ -43,6 +44,8 @@ class JobManager:
         # One writer at a time: validation reads (name/host clashes) and the commit must see
         # the same state; SQLite's lock does this across processes, this does it in the loop.
         self._write_lock = asyncio.Lock()
+        # Requests in progress: telemetry sweeps step aside for them.
+        self.foreground = Foreground()
         self._forget_unknown_switches()
 
     def _forget_unknown_switches(self) -> None:
@@ -100,6 +103,18 @@ class JobManager:
         switches: Iterable[str],
         params: Mapping[str, Any],
     ) -> Outcome:
+        with self.foreground.request():
+            return await self._allocate(request_key, name, mode, hosts, switches, params)
+
+    async def _allocate(
+        self,
+        request_key: str,
+        name: str,
+        mode: str,
+        hosts: Iterable[str],
+        switches: Iterable[str],
+        params: Mapping[str, Any],
+    ) -> Outcome:
         v.name(name)
         v.request_key(request_key)
         v.mode(mode)
@@ -115,6 +130,10 @@ class JobManager:
         return Outcome(job, created, status)
 
     async def release(self, ref: int | str) -> Outcome:
+        with self.foreground.request():
+            return await self._release(ref)
+
+    async def _release(self, ref: int | str) -> Outcome:
         job = self.find(ref)
         async with self._write_lock:
             job = self.store.release(job.job_id)
@@ -163,6 +182,12 @@ class JobManager:
         return dict(zip(job.switches, results, strict=True))
 
     async def set_params(
+        self, ref: int | str | None, overrides: Mapping[str, Any]
+    ) -> Outcome | None:
+        with self.foreground.request():
+            return await self._set_params(ref, overrides)
+
+    async def _set_params(
         self, ref: int | str | None, overrides: Mapping[str, Any]
     ) -> Outcome | None:
         clean = v.params(overrides)
