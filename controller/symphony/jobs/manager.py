@@ -9,10 +9,11 @@ switch comes back; the answer says which switches are still pending.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from symphony.config import Config
 from symphony.foreground import Foreground
@@ -24,8 +25,23 @@ from symphony.model.pipeline import JobState
 from symphony.sizes import TICK_NS
 
 LOG = logging.getLogger(__name__)
+P = ParamSpec("P")
+R = TypeVar("R")
 INSTALLED = "installed"
 CLEARED = "cleared"
+
+
+def _request(
+    method: Callable[Concatenate[JobManager, P], Awaitable[R]],
+) -> Callable[Concatenate[JobManager, P], Awaitable[R]]:
+    """Mark an API method's whole run as a request in progress (telemetry steps aside)."""
+
+    @functools.wraps(method)
+    async def run(self: JobManager, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self.foreground.request():
+            return await method(self, *args, **kwargs)
+
+    return run
 
 
 @dataclass(frozen=True)
@@ -94,19 +110,8 @@ class JobManager:
 
     # ---- API ---------------------------------------------------------------------------------
 
+    @_request
     async def allocate(
-        self,
-        request_key: str,
-        name: str,
-        mode: str,
-        hosts: Iterable[str],
-        switches: Iterable[str],
-        params: Mapping[str, Any],
-    ) -> Outcome:
-        with self.foreground.request():
-            return await self._allocate(request_key, name, mode, hosts, switches, params)
-
-    async def _allocate(
         self,
         request_key: str,
         name: str,
@@ -129,11 +134,8 @@ class JobManager:
         status = await self._sync(job.switches, job) if job.state == "active" else {}
         return Outcome(job, created, status)
 
+    @_request
     async def release(self, ref: int | str) -> Outcome:
-        with self.foreground.request():
-            return await self._release(ref)
-
-    async def _release(self, ref: int | str) -> Outcome:
         job = self.find(ref)
         async with self._write_lock:
             job = self.store.release(job.job_id)
@@ -181,13 +183,8 @@ class JobManager:
         results = await asyncio.gather(*(one(sw) for sw in job.switches))
         return dict(zip(job.switches, results, strict=True))
 
+    @_request
     async def set_params(
-        self, ref: int | str | None, overrides: Mapping[str, Any]
-    ) -> Outcome | None:
-        with self.foreground.request():
-            return await self._set_params(ref, overrides)
-
-    async def _set_params(
         self, ref: int | str | None, overrides: Mapping[str, Any]
     ) -> Outcome | None:
         clean = v.params(overrides)

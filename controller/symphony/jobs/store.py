@@ -111,9 +111,11 @@ class JobStore:
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute("PRAGMA busy_timeout=5000")
         # Job_ID -> (name, switches) of every active job, for active_labels(): read from the
-        # table once (16k rows take 10 ms of the event loop), then kept by allocate and release
-        # after their commits, the only writes that make a job active or not.
+        # table once (16k rows take 10 ms of the event loop), then kept up to date by allocate
+        # and release, the only writes that make a job active or not. They stage their change
+        # (None: no longer active) and _tx applies it once the transaction has committed.
         self._active: dict[int, tuple[str, tuple[str, ...]]] | None = None
+        self._staged: dict[int, tuple[str, tuple[str, ...]] | None] = {}
         # Idempotent DDL (IF NOT EXISTS); safe to run on every start.
         self._db.executescript(SCHEMA)
         # live_hosts is derived: rebuild it, so a database from before it existed gets it too.
@@ -131,6 +133,7 @@ class JobStore:
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         self._db.execute("BEGIN IMMEDIATE")
+        self._staged.clear()
         try:
             yield self._db
             self._db.execute("COMMIT")
@@ -140,6 +143,12 @@ class JobStore:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             raise
+        if self._active is not None:
+            for job_id, label in self._staged.items():
+                if label is None:
+                    self._active.pop(job_id, None)
+                else:
+                    self._active[job_id] = label
 
     # ---- reads -------------------------------------------------------------------------------
 
@@ -211,20 +220,6 @@ class JobStore:
         params: Mapping[str, Any],
     ) -> tuple[Job, bool]:
         """Create a job, or return the one this request key already made: (job, created)."""
-        job, created = self._allocate(request_key, name, mode, hosts, switches, params)
-        if self._active is not None and job.state == "active":
-            self._active[job.job_id] = (job.name, tuple(job.switches))
-        return job, created
-
-    def _allocate(
-        self,
-        request_key: str,
-        name: str,
-        mode: str,
-        hosts: Iterable[str],
-        switches: Iterable[str],
-        params: Mapping[str, Any],
-    ) -> tuple[Job, bool]:
         hosts = tuple(hosts)
         switches = tuple(switches)
         request = canonical_request(name, mode, hosts, switches, params)
@@ -289,17 +284,12 @@ class JobStore:
                     [(h, cur.lastrowid) for h in hosts],
                 )
             self._set_global(db, CURSOR_KEY, job_id)
+            self._staged[job_id] = (name, switches)
             row = db.execute("SELECT * FROM jobs WHERE uid = ?", (cur.lastrowid,)).fetchone()
             return _job(row), True
 
     def release(self, job_id: int) -> Job:
         """Start releasing a live job (idempotent for one that is already releasing)."""
-        job = self._release(job_id)
-        if self._active is not None:
-            self._active.pop(job_id, None)
-        return job
-
-    def _release(self, job_id: int) -> Job:
         with self._tx() as db:
             row = db.execute(
                 "SELECT * FROM jobs WHERE job_id = ? AND state != 'released'", (job_id,)
@@ -311,6 +301,7 @@ class JobStore:
                     "UPDATE jobs SET state = 'releasing', pending = switches WHERE uid = ?",
                     (row["uid"],),
                 )
+                self._staged[job_id] = None
                 row = db.execute("SELECT * FROM jobs WHERE uid = ?", (row["uid"],)).fetchone()
             return _job(row)
 
