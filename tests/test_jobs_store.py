@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
@@ -134,3 +135,36 @@ def test_allocation_finds_gaps_from_the_index_like_the_allocator(store):
         assert job.job_id == allocator.pick(used, "tag", cursor), cursor
         store.release(job.job_id)
         store.mark_cleared(job.uid, "s1")
+
+
+def test_active_labels_follow_allocations_releases_and_refusals(store, tmp_path):
+    """The labels telemetry reads are kept in memory after the first read: they must stay what
+    the table says through allocations, releases, replays, refusals and a reopen."""
+
+    def from_table(s: JobStore) -> list[tuple[int, str, tuple[str, ...]]]:
+        rows = s._db.execute(
+            "SELECT job_id, name, switches FROM jobs WHERE state = 'active' ORDER BY job_id"
+        )
+        return [(j, n, tuple(json.loads(sw))) for j, n, sw in rows]
+
+    a, _ = store.allocate("r1", "alpha", "tag", [], ["s1"], {})
+    assert store.active_labels() == from_table(store) == [(a.job_id, "alpha", ("s1",))]
+    b, _ = store.allocate("r2", "beta", "hosts", ["10.0.0.1"], ["s1", "s2"], {})
+    store.allocate("r2", "beta", "hosts", ["10.0.0.1"], ["s1", "s2"], {})  # a replay
+    with pytest.raises(JobError):
+        store.allocate("r3", "beta", "tag", [], ["s1"], {})  # name taken: nothing changes
+    assert store.active_labels() == from_table(store)
+    assert len(store.active_labels()) == 2
+    store.release(a.job_id)
+    store.release(a.job_id)  # idempotent
+    assert store.active_labels() == from_table(store) == [(b.job_id, "beta", ("s1", "s2"))]
+    store.mark_cleared(store.get(a.job_id).uid, "s1")
+    c, _ = store.allocate("r4", "gamma", "tag", [], ["s2"], {})
+    assert store.active_labels() == from_table(store)
+    store.close()
+    again = JobStore(tmp_path / "jobs.db")
+    try:
+        assert again.active_labels() == from_table(again)
+        assert [j for j, _, _ in again.active_labels()] == sorted([b.job_id, c.job_id])
+    finally:
+        again.close()

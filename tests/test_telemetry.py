@@ -19,7 +19,7 @@ class FakeSession:
         self.is_ready = ready
         self.fail = fail
 
-    async def read_state(self, job_ids):
+    async def read_state(self, job_ids, pause=None):
         if self.fail:
             raise OSError("thrift down")
         return {j: self.states[j] for j in job_ids}
@@ -58,7 +58,7 @@ def test_metrics_have_per_job_per_switch_series():
     )
     col = telemetry.SymphonyCollector(mgr)
     asyncio.run(telemetry.poll_once(mgr, col, {}))
-    text = col.exposition().decode()
+    text = b"".join(col.exposition()).decode()
     assert 'symphony_job_step_min{job_id="7",job_name="resnet",switch="s1"} 3.0' in text
     assert 'symphony_job_alpha{job_id="7",job_name="resnet",switch="s1"} 2.0' in text
     assert 'symphony_job_step_max{job_id="7",job_name="resnet",switch="s1"} 5.0' in text
@@ -74,6 +74,21 @@ def test_metrics_have_per_job_per_switch_series():
     assert 'symphony_switch_updates_total{switch="s1"} 5.0' in text
 
 
+class _Families:
+    """The per-job series as prometheus_client's own families would write them."""
+
+    def __init__(self, jobs):
+        self.jobs = jobs
+
+    def collect(self):
+        for f, (name, doc, is_counter) in telemetry.JOB_SERIES.items():
+            cls = CounterMetricFamily if is_counter else GaugeMetricFamily
+            fam = cls(name, doc, labels=["job_id", "job_name", "switch"])
+            for (job_id, job, sw), st in sorted(self.jobs.items()):
+                fam.add_metric([str(job_id), job, sw], getattr(st, f))
+            yield fam
+
+
 def test_rendered_job_series_are_what_prometheus_client_writes():
     """render_jobs (once per sweep) writes byte for byte what prometheus_client's families would,
     for values small, large and fractional."""
@@ -83,18 +98,29 @@ def test_rendered_job_series_are_what_prometheus_client_writes():
         (9, "a-b_c", "s1"): JobState(),
     }
 
-    class Families:
-        def collect(self):
-            for f, (name, doc, is_counter) in telemetry.JOB_SERIES.items():
-                cls = CounterMetricFamily if is_counter else GaugeMetricFamily
-                fam = cls(name, doc, labels=["job_id", "job_name", "switch"])
-                for (job_id, job, sw), st in sorted(jobs.items()):
-                    fam.add_metric([str(job_id), job, sw], getattr(st, f))
-                yield fam
-
     reg = CollectorRegistry()
-    reg.register(Families())
-    assert asyncio.run(telemetry.render_jobs(jobs)) == generate_latest(reg)
+    reg.register(_Families(jobs))
+    assert b"".join(asyncio.run(telemetry.render_jobs(jobs))) == generate_latest(reg)
+
+
+def test_rendering_in_slices_keeps_every_series_in_order():
+    """More jobs than one slice: the chunks join into prometheus_client's text, and the sweep
+    paused between its slices."""
+    n = 2 * telemetry.SLICE + 7
+    jobs = {(j, f"job-{j}", "s1"): JobState(step_min=j, packets=3 * j) for j in range(1, n + 1)}
+    reg = CollectorRegistry()
+    reg.register(_Families(jobs))
+    pauses = 0
+
+    async def pause():
+        nonlocal pauses
+        pauses += 1
+
+    chunks = asyncio.run(telemetry.render_jobs(jobs, pause))
+    assert b"".join(chunks) == generate_latest(reg)
+    # 3 slices of labels, then 3 per series
+    assert pauses == 3 + 3 * len(telemetry.JOB_SERIES)
+    assert max(map(len, chunks)) < len(b"".join(chunks)) / 10
 
 
 def test_metrics_endpoint_serves_the_exposition():
@@ -102,7 +128,7 @@ def test_metrics_endpoint_serves_the_exposition():
 
     mgr = FakeManager({}, [])
     col = telemetry.SymphonyCollector(mgr)
-    col.publish(telemetry.Snapshot(text=b"# a rendered line\n"))
+    col.publish(telemetry.Snapshot(chunks=[b"# a rendered", b" line\n"]))
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]

@@ -9,12 +9,14 @@ switch comes back; the answer says which switches are still pending.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from symphony.config import Config
+from symphony.foreground import Foreground
 from symphony.jobs import validation as v
 from symphony.jobs.errors import JobError, Kind
 from symphony.jobs.store import Job, JobStore
@@ -23,8 +25,23 @@ from symphony.model.pipeline import JobState
 from symphony.sizes import TICK_NS
 
 LOG = logging.getLogger(__name__)
+P = ParamSpec("P")
+R = TypeVar("R")
 INSTALLED = "installed"
 CLEARED = "cleared"
+
+
+def _request(
+    method: Callable[Concatenate[JobManager, P], Awaitable[R]],
+) -> Callable[Concatenate[JobManager, P], Awaitable[R]]:
+    """Mark an API method's whole run as a request in progress (telemetry steps aside)."""
+
+    @functools.wraps(method)
+    async def run(self: JobManager, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self.foreground.request():
+            return await method(self, *args, **kwargs)
+
+    return run
 
 
 @dataclass(frozen=True)
@@ -43,6 +60,8 @@ class JobManager:
         # One writer at a time: validation reads (name/host clashes) and the commit must see
         # the same state; SQLite's lock does this across processes, this does it in the loop.
         self._write_lock = asyncio.Lock()
+        # Requests in progress: telemetry sweeps step aside for them.
+        self.foreground = Foreground()
         self._forget_unknown_switches()
 
     def _forget_unknown_switches(self) -> None:
@@ -91,6 +110,7 @@ class JobManager:
 
     # ---- API ---------------------------------------------------------------------------------
 
+    @_request
     async def allocate(
         self,
         request_key: str,
@@ -114,6 +134,7 @@ class JobManager:
         status = await self._sync(job.switches, job) if job.state == "active" else {}
         return Outcome(job, created, status)
 
+    @_request
     async def release(self, ref: int | str) -> Outcome:
         job = self.find(ref)
         async with self._write_lock:
@@ -162,6 +183,7 @@ class JobManager:
         results = await asyncio.gather(*(one(sw) for sw in job.switches))
         return dict(zip(job.switches, results, strict=True))
 
+    @_request
     async def set_params(
         self, ref: int | str | None, overrides: Mapping[str, Any]
     ) -> Outcome | None:

@@ -13,6 +13,8 @@ from typing import Any
 
 from finsy.proto import p4r
 
+from symphony.foreground import Pause, next_turn
+
 
 async def read(switch: Any, *entities: p4r.Entity) -> list[p4r.Entity]:
     """Every entity the switch returns for these (wildcard) queries."""
@@ -27,11 +29,19 @@ async def table_entries(switch: Any, query: p4r.TableEntry) -> list[p4r.TableEnt
     return [e.table_entry for e in await read(switch, p4r.Entity(table_entry=query))]
 
 
-async def counter_array(switch: Any, name: str) -> list[int]:
-    """Packet counts of every cell of one indirect counter (P4Info name), index = cell."""
+# Cells decoded between two pauses (16k cells take about 10 ms).
+DECODE_SLICE = 4096
+
+
+async def counter_array(switch: Any, name: str, pause: Pause = next_turn) -> list[int]:
+    """Packet counts of every cell of one indirect counter (P4Info name), index = cell;
+    ``pause()`` is awaited between slices of the decoding."""
     counter = switch.p4info.counters[name]
     query = p4r.Entity(counter_entry=p4r.CounterEntry(counter_id=counter.id))
     out = [0] * counter.size
-    for e in await read(switch, query):
-        out[e.counter_entry.index.index] = e.counter_entry.data.packet_count
+    cells = await read(switch, query)
+    for i in range(0, len(cells), DECODE_SLICE):
+        for e in cells[i : i + DECODE_SLICE]:
+            out[e.counter_entry.index.index] = e.counter_entry.data.packet_count
+        await pause()
     return out

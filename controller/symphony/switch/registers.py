@@ -22,6 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 from finsy import P4CounterData, P4CounterEntry, P4RegisterEntry
 
+from symphony.foreground import Pause, next_turn
 from symphony.model.pipeline import JobState
 from symphony.p4names import FLOW_BASE, JOB_COUNTERS, JOB_REGISTERS, TOFINO_JOB_REGISTERS
 from symphony.sizes import WRITE_BATCH
@@ -35,8 +36,9 @@ READ_ALL_FROM = 32
 
 
 class JobRegisters(Protocol):
-    async def read(self, job_ids: Iterable[int]) -> dict[int, JobState]:
-        """Each job's registers and counters, decoded."""
+    async def read(self, job_ids: Iterable[int], pause: Pause = next_turn) -> dict[int, JobState]:
+        """Each job's registers and counters, decoded; a long read awaits ``pause()`` between
+        its calls and slices."""
 
     async def reset(self, job_ids: Iterable[int]) -> None:
         """Zero each job's registers and counter cells (SPEC section 3's initial state)."""
@@ -92,10 +94,10 @@ class ThriftJobRegisters:
                 raise
 
     def _register_arrays(self) -> dict[str, list[int]]:
-        return {
-            name: self._call(lambda c, n=name: c.register_read_all(n))
-            for name in JOB_REGISTERS.values()
-        }
+        return {name: self._read_all(name) for name in JOB_REGISTERS.values()}
+
+    def _read_all(self, name: str) -> list[int]:
+        return self._call(lambda c: c.register_read_all(name))
 
     def _read_sync(self, job_ids: list[int]) -> dict[int, JobState]:
         regs: dict[str, Any]
@@ -133,15 +135,19 @@ class ThriftJobRegisters:
                 self._client = None
                 raise
 
-    async def read(self, job_ids: Iterable[int]) -> dict[int, JobState]:
+    async def read(self, job_ids: Iterable[int], pause: Pause = next_turn) -> dict[int, JobState]:
         ids = list(job_ids)
         if len(ids) < READ_ALL_FROM or self.switch is None:
             return await asyncio.to_thread(self._read_sync, ids)
-        regs = await asyncio.to_thread(self._register_arrays)
-        counters = {
-            f: await raw_read.counter_array(self.switch, n) for f, n in JOB_COUNTERS.items()
-        }
-        return await _states(ids, regs, counters)
+        regs = {}
+        for name in JOB_REGISTERS.values():
+            await pause()
+            regs[name] = await asyncio.to_thread(self._read_all, name)
+        counters = {}
+        for f, name in JOB_COUNTERS.items():
+            await pause()
+            counters[f] = await raw_read.counter_array(self.switch, name, pause)
+        return await _states(ids, regs, counters, pause)
 
     async def reset(self, job_ids: Iterable[int]) -> None:
         ids = list(job_ids)
@@ -158,7 +164,7 @@ class ThriftJobRegisters:
         await asyncio.to_thread(self._call, clear)
 
     async def read_array(self, name: str) -> list[int]:
-        return await asyncio.to_thread(self._call, lambda c: c.register_read_all(name))
+        return await asyncio.to_thread(self._read_all, name)
 
 
 class P4RuntimeJobRegisters:
@@ -167,15 +173,19 @@ class P4RuntimeJobRegisters:
     def __init__(self, switch: Any) -> None:
         self.switch = switch
 
-    async def read(self, job_ids: Iterable[int]) -> dict[int, JobState]:
+    async def read(self, job_ids: Iterable[int], pause: Pause = next_turn) -> dict[int, JobState]:
         ids = list(job_ids)
         if len(ids) >= READ_ALL_FROM:
             # Many jobs (telemetry): one wildcard read per register and counter array.
-            regs = {name: await self.read_array(name) for name in JOB_REGISTERS.values()}
-            counters = {
-                f: await raw_read.counter_array(self.switch, n) for f, n in JOB_COUNTERS.items()
-            }
-            return await _states(ids, regs, counters)
+            regs = {}
+            for name in JOB_REGISTERS.values():
+                await pause()
+                regs[name] = await self.read_array(name)
+            counters = {}
+            for f, name in JOB_COUNTERS.items():
+                await pause()
+                counters[f] = await raw_read.counter_array(self.switch, name, pause)
+            return await _states(ids, regs, counters, pause)
         raw: dict[int, dict[str, int]] = {j: {} for j in ids}
         cnt: dict[int, dict[str, int]] = {j: {} for j in ids}
         # A few jobs: one read per job and register.
@@ -226,7 +236,10 @@ DECODE_SLICE = 2048
 
 
 async def _states(
-    job_ids: list[int], regs: dict[str, list[int]], counters: dict[str, list[int]]
+    job_ids: list[int],
+    regs: dict[str, list[int]],
+    counters: dict[str, list[int]],
+    pause: Pause = next_turn,
 ) -> dict[int, JobState]:
     """Each job's state from whole arrays (register P4Info name -> values; counter field ->
     packet counts), in slices so that requests are served in between."""
@@ -237,7 +250,7 @@ async def _states(
                 {name: values[j] for name, values in regs.items()},
                 {f: values[j] for f, values in counters.items()},
             )
-        await asyncio.sleep(0)
+        await pause()
     return out
 
 

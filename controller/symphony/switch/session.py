@@ -39,6 +39,7 @@ from finsy.proto import p4r
 
 from symphony import p4names
 from symphony.config import Config, SwitchConfig
+from symphony.foreground import Pause, next_turn
 from symphony.jobs.store import Job
 from symphony.model.pipeline import JobState
 from symphony.sizes import WRITE_BATCH
@@ -424,10 +425,12 @@ class SwitchSession:
 
     # ---- live state --------------------------------------------------------------------------
 
-    async def read_state(self, job_ids: Iterable[int]) -> dict[int, JobState]:
+    async def read_state(
+        self, job_ids: Iterable[int], pause: Pause = next_turn
+    ) -> dict[int, JobState]:
         if self._registers is None or not self.is_ready:
             raise SwitchUnavailable(self.name, self.status.last_error or self.status.state)
-        return await self._registers.read(job_ids)
+        return await self._registers.read(job_ids, pause)
 
     async def wait_ready(self, timeout: float) -> bool:
         try:
