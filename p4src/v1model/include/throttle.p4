@@ -13,7 +13,7 @@ control Throttle(inout symphony_meta_t meta) {
     // The lookups run in this order and each action does its step of the sum
     // d = log p + k_log - log psn_rec + log alpha, so no primitive adds the terms afterwards.
     // 32 bits, modulo 2^32: every term is below 2^16, so d >= 0 exactly when the sum is below
-    // 2^31, and then its low 16 bits are d whenever the table can hold it.
+    // 2^31, and then the sum is d; prob_threshold's key is its low 16 bits (the 16-bit d).
     action set_log_p(log_t value) {
         meta.log_sum = (bit<32>)value + (bit<32>)meta.k_log;
     }
