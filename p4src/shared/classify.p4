@@ -84,25 +84,44 @@ control Classify(in ipv4_h ipv4, in udp_h udp, in bth_h bth, inout symphony_meta
         size = MAX_JOBS;
     }
 
-    // The opcode and the job lookups are independent, and the source lookup depends on the tag
-    // lookup only through its miss (a control dependency, not a data one), so a pipelined target
-    // runs all three side by side; only the parameters wait for the Job_ID. The Job_ID starts at
-    // 0 (metadata is zeroed), and a packet is tracked only when its opcode is step traffic and
-    // it has a Job_ID: job_params' miss clears the Job_ID, and the callers test both
-    // (symphony_lib.p4), which saves a stage over clearing `tracked` here.
     apply {
         meta.step = udp.src_port;
         if (bth.tver == 0) {
             opcode_class.apply();
         }
-        // Tag 0 never has an entry (Job_IDs start at 1), so an untagged packet misses too.
+#if defined(__TARGET_TOFINO__)
+        // The opcode and the job lookups are independent, and the source lookup depends on the
+        // tag lookup only through its miss (a control dependency, not a data one), so a
+        // pipelined target runs all three side by side; only the parameters wait for the Job_ID.
+        // The Job_ID starts at 0 (metadata is zeroed), and a packet is tracked only when its
+        // opcode is step traffic and it has a Job_ID: job_params' miss clears the Job_ID, and
+        // the callers test both (symphony_lib.p4), which saves a stage over clearing `tracked`
+        // here. Tag 0 never has an entry (Job_IDs start at 1), so an untagged packet misses too,
+        // and the parameters are looked up for every packet with a Job_ID, tracked opcode or
+        // not: the lookup then waits only for the Job_ID.
         if (!job_by_tag.apply().hit) {
             job_by_src.apply();
         }
-        // Looked up for every packet with a Job_ID, tracked opcode or not: the lookup then waits
-        // only for the Job_ID, and the callers decide what is tracked.
         if (meta.job_id != 0) {
             job_params.apply();
         }
+#else
+        // v1model runs one lookup after the other and pays for each, so it makes only those
+        // whose result is used: none for an opcode that is not step traffic, no tag lookup for
+        // an untagged packet. The outcome is Tofino's, and `tracked` is final here: a packet
+        // without a Job_ID, or whose job has no parameters, is not tracked.
+        if (meta.tracked) {
+            if (meta.tag == 0) {
+                job_by_src.apply();
+            } else if (!job_by_tag.apply().hit) {
+                job_by_src.apply();
+            }
+            if (meta.job_id == 0) {
+                meta.tracked = false;
+            } else if (!job_params.apply().hit) {
+                meta.tracked = false;
+            }
+        }
+#endif
     }
 }

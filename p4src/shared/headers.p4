@@ -88,8 +88,11 @@ struct symphony_meta_t {
     bit<32>  now;
     bit<32>  win_offset;
 #endif
-    // Progress inside the step (psn.p4): p, or unknown.
+    // Progress inside the step (psn.p4): p, or unknown. v1model has no p_known: there p = 0
+    // stands for "unknown" too, since every test of p_known also asks p != 0 or takes max(p, .).
+#if defined(__TARGET_TOFINO__)
     bool     p_known;
+#endif
     psn_t    p;
     // The job's state after this packet (job_state.p4).
     step_t   step_min;
@@ -97,14 +100,19 @@ struct symphony_meta_t {
     bit<8>   alpha;
     // Probability arithmetic (throttle.p4).
     bool     lut_miss;
-    log_t    log_p;
-    log_t    log_psn_rec;
-    log_t    log_alpha;
     bit<16>  d;
     bit<32>  threshold;
     // Outputs.
     bool     symphony_mark;
     bool     queue_mark;
+#if !defined(__TARGET_TOFINO__)
+    // v1model: job_state.p4 finds out whether the packet is outpacing (its step later than
+    // step_min after the update, SPEC 4.4) while it compares the steps anyway, the log lookups
+    // add up d as they go (throttle.p4), and psn.p4 subtracts a base that is 0 unless set.
+    bool     outpacing;
+    bit<32>  log_sum;
+    psn_t    psn_base;      // p = psn - psn_base (psn.p4); 0 in "absolute" mode
+#endif
 }
 
 #endif

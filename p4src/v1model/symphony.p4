@@ -1,6 +1,8 @@
 // Symphony for bmv2 (v1model): a thin program around the library (include/symphony_lib.p4),
 // with plain forwarding. Each SPEC rule lives in one file under include/ or ../shared/.
 #include <core.p4>
+// register<T, I> and counter<I> with a 16-bit index (include/symphony_lib.p4).
+#define V1MODEL_VERSION 20200408
 #include <v1model.p4>
 
 #include "include/symphony_lib.p4"

@@ -1,84 +1,104 @@
 // SPEC 3 and 4.1-4.3: the per-job registers and their update, in the SPEC's order.
+// bmv2 interprets every primitive, each a GMP big-integer operation, so this form does only what
+// a packet needs: the registers are indexed by the 16-bit Job_ID itself (no cast per access),
+// each register is written where its value changes and nowhere else, cnt_op and alpha_m1 are
+// read only where they are used, and the serial step comparisons take one or two operations
+// (docs/measurements/bmv2-ratio-issue12.md).
+// bmv2 runs one packet's register accesses in program order, so a read after a write in the same
+// packet sees the new value.
 control JobState(inout symphony_meta_t meta, in bit<32> now) {
-    register<step_t>(MAX_JOBS) step_min;
-    register<psn_t>(MAX_JOBS) psn_rec;
-    register<step_t>(MAX_JOBS) step_max;      // highest step of the window: the live overlap
-    register<bit<8>>(MAX_JOBS) alpha_m1;      // alpha - 1: an all-zero slot is a new job
-    register<bit<32>>(MAX_JOBS) cnt_total;
-    register<bit<32>>(MAX_JOBS) cnt_op;
-    register<bit<32>>(MAX_JOBS) win_start;
-    counter(MAX_JOBS, CounterType.packets) packets;
+    register<step_t, job_id_t>(MAX_JOBS) step_min;
+    register<psn_t, job_id_t>(MAX_JOBS) psn_rec;
+    register<step_t, job_id_t>(MAX_JOBS) step_max;      // highest step of the window: the live overlap
+    register<bit<8>, job_id_t>(MAX_JOBS) alpha_m1;      // alpha - 1: an all-zero slot is a new job
+    register<bit<32>, job_id_t>(MAX_JOBS) cnt_total;
+    register<bit<32>, job_id_t>(MAX_JOBS) cnt_op;
+    register<bit<32>, job_id_t>(MAX_JOBS) win_start;
+    counter<job_id_t>(MAX_JOBS, CounterType.packets) packets;
+
+    // Algorithm 1, line 5 (a step's last packet): the step is complete.
+    @hidden action complete_step() {
+        meta.step_min = meta.step + 1;
+        meta.psn_rec = 0;
+        step_min.write(meta.job_id, meta.step_min);
+        psn_rec.write(meta.job_id, 0);
+    }
 
     apply {
-        bit<32> job = (bit<32>)meta.job_id;
-        step_t smin;
-        psn_t rec;
         step_t smax;
-        bit<8> am1;
         bit<32> total;
-        bit<32> op;
         bit<32> start;
-        step_min.read(smin, job);
-        psn_rec.read(rec, job);
-        step_max.read(smax, job);
-        alpha_m1.read(am1, job);
-        cnt_total.read(total, job);
-        cnt_op.read(op, job);
-        win_start.read(start, job);
-        bit<8> alpha = am1 + 1;
+        step_min.read(meta.step_min, meta.job_id);
+        psn_rec.read(meta.psn_rec, meta.job_id);
+        step_max.read(smax, meta.job_id);
+        cnt_total.read(total, meta.job_id);
+        win_start.read(start, meta.job_id);
+        // This packet is counted at once, beside the reads (one table fewer for bmv2); a window
+        // that closes below restarts cnt_total at 1 instead.
+        cnt_total.write(meta.job_id, total + 1);
+        packets.count(meta.job_id);
 
         // 1. Window rollover (unsigned, wrap-safe). Eq. 5 without division:
         //    cnt_op >= tau * cnt_total  <=>  cnt_op * 256 >= tau_q8 * cnt_total.
         if (now - start >= meta.t_win) {
             if (total >= meta.n_sample) {
+                bit<32> op;
+                bit<8> am1;
+                cnt_op.read(op, meta.job_id);
+                alpha_m1.read(am1, meta.job_id);
+                bit<8> alpha = am1 + 1;
                 if ((bit<48>)op * 256 >= (bit<48>)meta.tau_q8 * (bit<48>)total) {
                     alpha = alpha >= meta.alpha_max ? meta.alpha_max : alpha + 1;
                 } else if (alpha > 1) {
                     alpha = alpha - 1;
                 }
+                alpha_m1.write(meta.job_id, alpha - 1);
             }
             total = 0;
-            op = 0;
-            rec = 0;
-            start = now;
+            meta.psn_rec = 0;
+            psn_rec.write(meta.job_id, 0);
+            cnt_op.write(meta.job_id, 0);
+            cnt_total.write(meta.job_id, 1);
+            win_start.write(meta.job_id, now);
         }
 
         // 2. Traffic stats, against step_min before this packet's own update. Steps compare as
         //    serial numbers: d in 1..2^15-1 is later, 2^15..2^16-1 is earlier.
         //    The window's first packet (total still 0: a new job or a window just closed) sets
         //    step_max, so it resets with the window; later ones raise it (serially).
-        step_t d = meta.step - smin;
-        step_t dmax = meta.step - smax;
-        if (total == 0 || (dmax != 0 && dmax[15:15] == 0)) {
-            smax = meta.step;
-        }
-        total = total + 1;
-        if (d != 0 && d[15:15] == 0) {
-            op = op + 1;
+        if (total == 0 || (meta.step != smax && meta.step - smax < 0x8000)) {
+            step_max.write(meta.job_id, meta.step);
         }
 
-        // 3. Progress (Algorithm 1, lines 3-10): assignments, so duplicates are idempotent.
-        if (meta.is_last) {
-            smin = meta.step + 1;
-            rec = 0;
-        } else if (d[15:15] == 1) {
-            smin = meta.step;
-            rec = meta.p;                       // 0 when p is unknown (psn.p4)
-        } else if (d == 0 && meta.p_known) {
-            rec = meta.p > rec ? meta.p : rec;
+        // 3. Progress (Algorithm 1, lines 3-10): assignments, so duplicates are idempotent. A
+        //    later step also counts for eq. 5 (cnt_op), and unless it completes its step it is
+        //    still later than step_min afterwards: the packet is outpacing, and only then does
+        //    the throttle need alpha (its log_alpha key), so only then is alpha read.
+        if (meta.step == meta.step_min) {
+            if (meta.is_last) {
+                complete_step();
+            } else if (meta.p > meta.psn_rec) {     // p is 0 when unknown (psn.p4)
+                meta.psn_rec = meta.p;
+                psn_rec.write(meta.job_id, meta.p);
+            }
+        } else if (meta.step - meta.step_min < 0x8000) {
+            bit<32> op;
+            bit<8> am1;
+            cnt_op.read(op, meta.job_id);
+            cnt_op.write(meta.job_id, op + 1);
+            meta.outpacing = !meta.is_last;
+            alpha_m1.read(am1, meta.job_id);
+            meta.alpha = am1 + 1;
+            if (meta.is_last) {
+                complete_step();
+            }
+        } else if (meta.is_last) {
+            complete_step();
+        } else {
+            meta.step_min = meta.step;
+            meta.psn_rec = meta.p;
+            step_min.write(meta.job_id, meta.step);
+            psn_rec.write(meta.job_id, meta.p);
         }
-
-        step_min.write(job, smin);
-        psn_rec.write(job, rec);
-        step_max.write(job, smax);
-        alpha_m1.write(job, alpha - 1);
-        cnt_total.write(job, total);
-        cnt_op.write(job, op);
-        win_start.write(job, start);
-        packets.count(job);
-
-        meta.step_min = smin;
-        meta.psn_rec = rec;
-        meta.alpha = alpha;
     }
 }

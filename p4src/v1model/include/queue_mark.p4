@@ -3,7 +3,7 @@
 // without entries never marks.
 control QueueMark(in ipv4_h ipv4, inout symphony_meta_t meta,
                   in standard_metadata_t standard_metadata) {
-    counter(MAX_JOBS, CounterType.packets) marks;
+    counter<job_id_t>(MAX_JOBS, CounterType.packets) marks;
     bit<32> ramp_threshold = 0;
 
     action set_threshold(bit<32> threshold) {
@@ -32,7 +32,7 @@ control QueueMark(in ipv4_h ipv4, inout symphony_meta_t meta,
             random(coin, 0, COIN_MAX);
             meta.queue_mark = coin < ramp_threshold;
             if (meta.queue_mark && meta.tracked) {
-                marks.count((bit<32>)meta.job_id);
+                marks.count(meta.job_id);
             }
         }
     }

@@ -16,6 +16,13 @@
 #ifndef SYMPHONY_V1MODEL_LIB_P4
 #define SYMPHONY_V1MODEL_LIB_P4
 
+// Registers and counters are indexed by the 16-bit Job_ID itself (register<T, I>), which saves
+// bmv2 a cast per access: the program defines V1MODEL_VERSION 20200408 or later before it
+// includes <v1model.p4>.
+#if V1MODEL_VERSION < 20200408
+#error "Symphony's v1model library needs #define V1MODEL_VERSION 20200408 before <v1model.p4>"
+#endif
+
 #include "../../shared/sizes.p4"
 #include "../../shared/headers.p4"
 #include "../../shared/roce_parser.p4"
@@ -40,15 +47,12 @@ control SymphonyTracker(in ipv4_h ipv4, in udp_h udp, in bth_h bth,
         // a dropped packet never reaches a queue (the paper examines dequeued packets).
         if (eligible && bth.isValid()) {
             classify.apply(ipv4, udp, bth, meta);
-        }
-        if (meta.job_id == 0) {
-            meta.tracked = false;
-        }
-        if (meta.tracked) {
-            psn.apply(ipv4, bth, meta);
-            // bmv2 timestamps are in microseconds; windows use their low 32 bits.
-            job_state.apply(meta, ingress_global_timestamp[31:0]);
-            throttle.apply(meta);
+            if (meta.tracked) {
+                psn.apply(ipv4, bth, meta);
+                // bmv2 timestamps are in microseconds; windows use their low 32 bits.
+                job_state.apply(meta, ingress_global_timestamp[31:0]);
+                throttle.apply(meta);
+            }
         }
     }
 }

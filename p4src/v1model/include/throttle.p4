@@ -3,23 +3,27 @@
 //   d = log2 p + log2 alpha + k_log - log2 psn_rec      (k_log = (log2 k + 16) * 256)
 // and a table maps d to a coin threshold; d >= 16 * 256 means P >= 1 (the default: always).
 control Throttle(inout symphony_meta_t meta) {
-    counter(MAX_JOBS, CounterType.packets) marks;
+    counter<job_id_t>(MAX_JOBS, CounterType.packets) marks;
 
     // A miss on a log table means the controller has not installed them: never mark then.
     action lut_miss() {
         meta.lut_miss = true;
     }
 
+    // The lookups run in this order and each action does its step of the sum
+    // d = log p + k_log - log psn_rec + log alpha, so no primitive adds the terms afterwards.
+    // 32 bits, modulo 2^32: every term is below 2^16, so d >= 0 exactly when the sum is below
+    // 2^31, and then the sum is d; prob_threshold's key is its low 16 bits (the 16-bit d).
     action set_log_p(log_t value) {
-        meta.log_p = value;
+        meta.log_sum = (bit<32>)value + (bit<32>)meta.k_log;
     }
 
     action set_log_psn_rec(log_t value) {
-        meta.log_psn_rec = value;
+        meta.log_sum = meta.log_sum - (bit<32>)value;
     }
 
     action set_log_alpha(log_t value) {
-        meta.log_alpha = value;
+        meta.log_sum = meta.log_sum + (bit<32>)value;
     }
 
     action set_threshold(bit<32> threshold) {
@@ -48,35 +52,30 @@ control Throttle(inout symphony_meta_t meta) {
     }
 
     table prob_threshold {
-        key = { meta.d: exact @name("d"); }
+        key = { meta.log_sum[15:0]: exact @name("d"); }   // d (see the actions above)
         actions = { set_threshold; }
         default_action = set_threshold(COIN_ALWAYS);
         size = PROB_TABLE_SIZE;
     }
 
     apply {
-        meta.symphony_mark = false;
-        meta.threshold = 0;
-        step_t d = meta.step - meta.step_min;
-        bool outpacing = d != 0 && d[15:15] == 0;
-        // No mark for lagging packets, during warm-up, with unknown progress, or with p = 0
-        // (P = 0 exactly; log2 0 has no entry).
-        if (meta.mark_enable == 1 && outpacing && meta.psn_rec > meta.n_warmup
-                && meta.p_known && meta.p != 0) {
+        // No mark for lagging packets, during warm-up, with unknown progress or with p = 0
+        // (P = 0 exactly; log2 0 has no entry): p = 0 covers both (psn.p4). job_state.p4 has
+        // found out whether the packet is outpacing. symphony_mark and threshold start at 0
+        // (v1model zeroes metadata for every packet).
+        if (meta.outpacing && meta.mark_enable == 1 && meta.psn_rec > meta.n_warmup
+                && meta.p != 0) {
             log_p.apply();
             log_psn_rec.apply();
             log_alpha.apply();
-            bit<32> lhs = (bit<32>)meta.log_p + (bit<32>)meta.log_alpha + (bit<32>)meta.k_log;
-            bit<32> rhs = (bit<32>)meta.log_psn_rec;
-            // lhs < rhs means P < 2^-16: below the table's domain, no mark.
-            if (!meta.lut_miss && lhs >= rhs) {
-                meta.d = (bit<16>)(lhs - rhs);
-                prob_threshold.apply();
+            // d < 0 means P < 2^-16: below the table's domain, no mark.
+            if (!meta.lut_miss && meta.log_sum < 0x80000000) {
                 bit<32> coin;
                 random(coin, 0, COIN_MAX);
+                prob_threshold.apply();
                 if (coin < meta.threshold) {
                     meta.symphony_mark = true;
-                    marks.count((bit<32>)meta.job_id);
+                    marks.count(meta.job_id);
                 }
             }
         }
