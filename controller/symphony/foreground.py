@@ -44,6 +44,10 @@ class Foreground:
         """Requests in progress."""
         return self._active
 
+    async def idle(self) -> None:
+        """Return once no request is in progress."""
+        await self._event().wait()
+
     @contextlib.contextmanager
     def request(self) -> Iterator[None]:
         """Mark the body as a request in progress."""
@@ -71,5 +75,5 @@ class Yielder:
             return
         t0 = time.monotonic()
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self.foreground._event().wait(), self.budget - self.deferred_s)
+            await asyncio.wait_for(self.foreground.idle(), self.budget - self.deferred_s)
         self.deferred_s += time.monotonic() - t0

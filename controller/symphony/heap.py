@@ -7,10 +7,11 @@ about once per telemetry sweep (whose allocations trigger it), and an allocation
 missed its 30 ms. Those objects live until their job is released and are freed by reference
 counting: walking them again and again finds nothing.
 
-So after each sweep ``gc.freeze()`` moves every live object to the permanent generation, which
-collections skip; a full collection then walks only what was made since the last sweep (measured
-about 3 ms). A garbage cycle among frozen objects is never collected, so every ``full_every_s``
-the settler unfreezes and collects everything, at a moment when no API request is in progress.
+So before and after each sweep ``gc.freeze()`` moves every live object to the permanent
+generation, which collections skip; a full collection then walks only what was made since
+(measured about 2-3 ms during a sweep). A garbage cycle among frozen objects is never
+collected, so every ``full_every_s`` the settler unfreezes and collects everything, at a moment
+when no API request is in progress.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ class Settler:
         self.full_collections = 0
 
     def __call__(self) -> None:
-        """Settle the heap after a sweep: a full collection when one is due and nothing is in
-        progress, then freeze what is alive."""
+        """Settle the heap (before and after a sweep): a full collection when one is due and
+        nothing is in progress, then freeze what is alive."""
         now = self.clock()
         if now - self._last_full >= self.full_every_s and self.foreground.active == 0:
             gc.unfreeze()

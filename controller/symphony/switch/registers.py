@@ -139,15 +139,7 @@ class ThriftJobRegisters:
         ids = list(job_ids)
         if len(ids) < READ_ALL_FROM or self.switch is None:
             return await asyncio.to_thread(self._read_sync, ids)
-        regs = {}
-        for name in JOB_REGISTERS.values():
-            await pause()
-            regs[name] = await asyncio.to_thread(self._read_all, name)
-        counters = {}
-        for f, name in JOB_COUNTERS.items():
-            await pause()
-            counters[f] = await raw_read.counter_array(self.switch, name, pause)
-        return await _states(ids, regs, counters, pause)
+        return await _whole_arrays(self, self.switch, ids, pause)
 
     async def reset(self, job_ids: Iterable[int]) -> None:
         ids = list(job_ids)
@@ -177,15 +169,7 @@ class P4RuntimeJobRegisters:
         ids = list(job_ids)
         if len(ids) >= READ_ALL_FROM:
             # Many jobs (telemetry): one wildcard read per register and counter array.
-            regs = {}
-            for name in JOB_REGISTERS.values():
-                await pause()
-                regs[name] = await self.read_array(name)
-            counters = {}
-            for f, name in JOB_COUNTERS.items():
-                await pause()
-                counters[f] = await raw_read.counter_array(self.switch, name, pause)
-            return await _states(ids, regs, counters, pause)
+            return await _whole_arrays(self, self.switch, ids, pause)
         raw: dict[int, dict[str, int]] = {j: {} for j in ids}
         cnt: dict[int, dict[str, int]] = {j: {} for j in ids}
         # A few jobs: one read per job and register.
@@ -229,6 +213,23 @@ class P4RuntimeJobRegisters:
         async for e in self.switch.read(P4RegisterEntry(name)):
             values[e.index] = _int(e.data)
         return values
+
+
+async def _whole_arrays(
+    registers: JobRegisters, switch: Any, job_ids: list[int], pause: Pause
+) -> dict[int, JobState]:
+    """Many jobs' states from whole arrays: each register array through ``registers``, each
+    counter array by a wildcard P4Runtime read (both targets' servers have it), with a pause
+    before each call."""
+    regs = {}
+    for name in JOB_REGISTERS.values():
+        await pause()
+        regs[name] = await registers.read_array(name)
+    counters = {}
+    for f, name in JOB_COUNTERS.items():
+        await pause()
+        counters[f] = await raw_read.counter_array(switch, name, pause)
+    return await _states(job_ids, regs, counters, pause)
 
 
 # Jobs decoded between two yields to the event loop (16k of them take tens of milliseconds).
