@@ -103,7 +103,11 @@ def run(
     f_slot,
     f_sig,
     f_psn0,
-    f_succ,
+    succ_ptr,
+    succ_idx,
+    f_npred,
+    f_rpath,
+    f_rplen,
     f_start,
     n_hosts,
     n_jobs,
@@ -185,7 +189,10 @@ def run(
     paused_since = np.zeros(n_ports, dtype=np.int64)
 
     # NICs: FIFO of flows whose pacing timer has fired
-    rq_cap = n_steps + 2
+    per_host = np.zeros(n_hosts, dtype=np.int64)
+    for f in range(nf):
+        per_host[f_src[f]] += 1
+    rq_cap = per_host.max() + 2  # a host's flows can all be ready at once
     rq_buf = np.empty((n_hosts, rq_cap), dtype=np.int64)
     rq_head = np.zeros(n_hosts, dtype=np.int64)
     rq_len = np.zeros(n_hosts, dtype=np.int64)
@@ -208,6 +215,8 @@ def run(
     cnp_delay = np.empty(nf, dtype=np.int64)
     for f in range(nf):
         cnp_delay[f] = f_plen[f] * prop_ps + 100_000  # reverse path, high priority, ~64 B
+
+    wait = f_npred.copy()  # predecessors not yet delivered
 
     # jobs
     active = np.zeros((n_jobs + 1, n_steps), dtype=np.int64)
@@ -269,8 +278,11 @@ def run(
                         if left[j] == 0:
                             job_end[j] = now
                             jobs_left -= 1
-                        if f_succ[f] >= 0:
-                            ok &= _push(ht, hd, hn, now, EV_START | (f_succ[f] << 4))
+                        for e in range(succ_ptr[f], succ_ptr[f + 1]):
+                            nxt = succ_idx[e]
+                            wait[nxt] -= 1
+                            if wait[nxt] == 0:
+                                ok &= _push(ht, hd, hn, now, EV_START | (nxt << 4))
                 elif idx > exp:
                     stats[S_OOO] += 1
                     if nack_last[f] != exp:

@@ -13,6 +13,7 @@ onto a new path every step.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +23,8 @@ from symphony.model.pipeline import flow_slot
 
 ROCE_DPORT = 4791
 UDP = 17
+# Egress ports on a path, NIC first: NIC, ToR up, agg up, core down, agg down, ToR down.
+MAX_HOPS = 6
 
 
 def mix64(x: int) -> int:
@@ -47,7 +50,32 @@ class Fabric:
     n_switches: int
     port_ser_ps: np.ndarray  # serialisation time of one MTU packet
     port_switch: np.ndarray  # switch that owns the port, -1 for NICs
+    port_reverse: np.ndarray  # the egress port at the other end of the same link
     tor_of: np.ndarray  # host -> ToR
+
+    def reverse_path(self, path: np.ndarray, plen: int) -> list[int]:
+        """The egress ports of the way back over the same links (an ACK's path when the
+        fabric routes it over the links its data took)."""
+        return [int(self.port_reverse[path[i]]) for i in range(plen - 1, -1, -1)]
+
+
+@dataclass
+class Dag:
+    """Start dependencies between flows in CSR form: flow f starts when all `npred[f]` flows
+    that list it as a successor are fully delivered (root flows: npred 0, a start time)."""
+
+    succ_ptr: np.ndarray  # [flow + 1] offsets into succ_idx
+    succ_idx: np.ndarray  # successors, flow by flow
+    npred: np.ndarray  # [flow]
+
+    @staticmethod
+    def of(n_flows: int, edges: Iterable[tuple[int, int]]) -> Dag:
+        e = np.array(sorted(set(edges)), dtype=np.int64).reshape(-1, 2)
+        counts = np.bincount(e[:, 0], minlength=n_flows)
+        ptr = np.zeros(n_flows + 1, dtype=np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        npred = np.bincount(e[:, 1], minlength=n_flows).astype(np.int64)
+        return Dag(ptr, e[:, 1].copy(), npred)
 
 
 @dataclass
@@ -59,12 +87,14 @@ class Workload:
     f_ring: np.ndarray
     f_step: np.ndarray
     f_npk: np.ndarray
-    f_path: np.ndarray  # [flow, 4] egress ports, NIC first
+    f_path: np.ndarray  # [flow, MAX_HOPS] egress ports, NIC first
     f_plen: np.ndarray
+    f_rpath: np.ndarray  # [flow, MAX_HOPS] egress ports of its ACKs, receiver's NIC first
+    f_rplen: np.ndarray
     f_slot: np.ndarray
     f_sig: np.ndarray
     f_psn0: np.ndarray
-    f_succ: np.ndarray  # flow started when this one is fully delivered, -1 none
+    dag: Dag
     f_start_ps: np.ndarray  # start time of root flows, -1 for the others
     n_jobs: int
     n_steps: int
@@ -76,16 +106,28 @@ def build_fabric(cfg: FabricConfig) -> Fabric:
     ser = round(cfg.mtu * 8 / cfg.link_gbps * 1000)
     port_ser = np.full(n_ports, ser, dtype=np.int64)
     port_switch = np.full(n_ports, -1, dtype=np.int64)
+    port_reverse = np.full(n_ports, -1, dtype=np.int64)
     tor_of = np.arange(h) // (h // t)
     for host in range(h):
         port_switch[h + host] = tor_of[host]
+        port_reverse[host], port_reverse[h + host] = h + host, host
     for tor in range(t):
         for sp in range(p):
-            port_switch[2 * h + tor * p + sp] = tor
-            port_switch[2 * h + t * p + sp * t + tor] = t + sp
+            up, down = 2 * h + tor * p + sp, 2 * h + t * p + sp * t + tor
+            port_switch[up] = tor
+            port_switch[down] = t + sp
+            port_reverse[up], port_reverse[down] = down, up
     if cfg.imbalance != 1.0:
         port_ser[2 * h + 0 * p + 0] = round(ser * cfg.imbalance)
-    return Fabric(n_ports, t + p, port_ser, port_switch, tor_of)
+    return Fabric(n_ports, t + p, port_ser, port_switch, port_reverse, tor_of)
+
+
+def _reverse_paths(fab: Fabric, path: np.ndarray, plen: np.ndarray) -> np.ndarray:
+    rpath = np.full_like(path, -1)
+    for f in range(path.shape[0]):
+        back = fab.reverse_path(path[f], int(plen[f]))
+        rpath[f, : len(back)] = back
+    return rpath
 
 
 def ring_hosts(cfg: FabricConfig) -> np.ndarray:
@@ -110,9 +152,9 @@ def build_workload(cfg: FabricConfig, fab: Fabric, rng: np.random.Generator) -> 
         k: np.full(nf, -1, dtype=np.int64)
         for k in ("src", "dst", "job", "ring", "step", "npk", "plen", "slot", "sig", "psn0")
     }
-    succ = np.full(nf, -1, dtype=np.int64)
+    edges: list[tuple[int, int]] = []
     start = np.full(nf, -1, dtype=np.int64)
-    path = np.full((nf, 4), -1, dtype=np.int64)
+    path = np.full((nf, MAX_HOPS), -1, dtype=np.int64)
     rings_per_job = cfg.rings // cfg.jobs
     fid = {}
     for r in range(cfg.rings):
@@ -140,7 +182,7 @@ def build_workload(cfg: FabricConfig, fab: Fabric, rng: np.random.Generator) -> 
         arr["slot"][f], arr["sig"][f] = slot, sig
         arr["psn0"][f] = int(rng.integers(0, 1 << 24))
         if s + 1 < steps:
-            succ[f] = fid[r, (j + 1) % n, s + 1]
+            edges.append((f, fid[r, (j + 1) % n, s + 1]))
         if s == 0:
             js = cfg.job_start_us[job - 1] if job - 1 < len(cfg.job_start_us) else 0.0
             start[f] = round(js * 1e6) + int(rng.integers(0, cfg.start_jitter_ns + 1)) * 1000
@@ -154,10 +196,12 @@ def build_workload(cfg: FabricConfig, fab: Fabric, rng: np.random.Generator) -> 
         f_npk=arr["npk"],
         f_path=path,
         f_plen=arr["plen"],
+        f_rpath=_reverse_paths(fab, path, arr["plen"]),
+        f_rplen=arr["plen"].copy(),
         f_slot=arr["slot"],
         f_sig=arr["sig"],
         f_psn0=arr["psn0"],
-        f_succ=succ,
+        dag=Dag.of(nf, edges),
         f_start_ps=start,
         n_jobs=cfg.jobs,
         n_steps=steps,
@@ -187,7 +231,7 @@ def custom_workload(
     one job, step 0 each: the sanity checks (line rate, fair share) use it."""
     h, t, p = cfg.hosts, cfg.tors, cfg.spines
     nf = len(flows)
-    path = np.full((nf, 4), -1, dtype=np.int64)
+    path = np.full((nf, MAX_HOPS), -1, dtype=np.int64)
     plen = np.zeros(nf, dtype=np.int64)
     slot = np.zeros(nf, dtype=np.int64)
     sig = np.zeros(nf, dtype=np.int64)
@@ -210,10 +254,12 @@ def custom_workload(
         f_npk=col[:, 3].copy(),
         f_path=path,
         f_plen=plen,
+        f_rpath=_reverse_paths(fab, path, plen),
+        f_rplen=plen.copy(),
         f_slot=slot,
         f_sig=sig,
         f_psn0=np.zeros(nf, dtype=np.int64),
-        f_succ=np.full(nf, -1, dtype=np.int64),
+        dag=Dag.of(nf, []),
         f_start_ps=col[:, 4].copy(),
         n_jobs=1,
         n_steps=1,
