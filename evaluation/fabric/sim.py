@@ -11,6 +11,7 @@ import numpy as np
 from evaluation.fabric import kernel as kn
 from evaluation.fabric import symphony_kernel as sk
 from evaluation.fabric.config import FabricConfig
+from evaluation.fabric.dcqcn import bdp_bytes
 from evaluation.fabric.topology import (
     background_sources,
     build_fabric,
@@ -57,9 +58,14 @@ STAT_NAMES = {
     "bg_dropped": kn.S_BG_DROPPED,
     "symphony_marks": kn.S_SYM_MARKS,
     "queue_marks": kn.S_QUEUE_MARKS,
-    "cnps": kn.S_CNPS,
+    "cnps": kn.S_CNPS,  # ACKs and NACKs that carry the CNP flag
     "nacks": kn.S_NACKS,
     "rtos": kn.S_RTOS,
+    "acks": kn.S_ACKS,
+    "acks_received": kn.S_CTRL_DONE,
+    "acks_dropped": kn.S_CTRL_DROPPED,
+    "acks_left_in_flight": kn.S_CTRL_LEFT,
+    "rate_cuts": kn.S_CUTS,
     "marks_not_outpacing": kn.S_MARKS_NOT_OUTPACING,
     "switch_hops": kn.S_HOPS,
     "error": kn.S_ERROR,
@@ -89,6 +95,21 @@ def pfc_free_buffer(cfg: FabricConfig, fab) -> np.ndarray:
     n_in[: cfg.tors] = cfg.hosts // cfg.tors + cfg.spines  # a ToR: its hosts and the spines
     n_in[cfg.tors :] = cfg.tors  # a spine: the ToRs
     return cfg.switch_buffer_pkts - n_in * classes * cfg.headroom_pkts
+
+
+def flow_windows(cfg: FabricConfig, f_plen: np.ndarray) -> np.ndarray:
+    """Per flow, HPCC's window in bytes (0: none): with GLOBAL_T the largest BDP of any host
+    pair (the longest path: across the spine, or the longest the workload has), else the
+    BDP of the flow's own path; at the configured link rate (imbalance is a perturbation)."""
+    d = cfg.cc
+    if not d.has_win:
+        return np.zeros_like(f_plen)
+    if d.global_t:
+        longest = max(4 if cfg.tors > 1 else 2, int(f_plen.max(initial=0)))
+        return np.full_like(f_plen, bdp_bytes(longest, cfg.prop_ns, cfg.link_gbps, cfg.mtu))
+    return np.array(
+        [bdp_bytes(int(n), cfg.prop_ns, cfg.link_gbps, cfg.mtu) for n in f_plen], dtype=np.int64
+    )
 
 
 def simulate(
@@ -121,11 +142,13 @@ def simulate(
     job_end = np.full(wl.n_jobs + 1, -1, dtype=np.int64)
     job_maxov = np.zeros(wl.n_jobs + 1, dtype=np.int64)
     stats = np.zeros(kn.S_FIELDS, dtype=np.int64)
-    d = cfg.dcqcn
+    d = cfg.cc
+    # data packets, plus their ACKs (counted in bytes by the buffers, so many more can wait)
     if cfg.pfc:
-        pool = fab.n_switches * cfg.switch_buffer_pkts + 64 * cfg.hosts + 4096
+        pool = 2 * fab.n_switches * cfg.switch_buffer_pkts + 64 * cfg.hosts + 4096
     else:
-        pool = fab.n_ports * cfg.buffer_pkts // 2 + 64 * cfg.hosts + 4096
+        pool = fab.n_ports * cfg.buffer_pkts + 64 * cfg.hosts + 4096
+    pool += 2 * nf
     sw_free0 = pfc_free_buffer(cfg, fab)
     log_tab, alpha_tab, thr_tab = _tables()
 
@@ -169,7 +192,7 @@ def simulate(
         alpha_tab,
         thr_tab,
         cfg.link_gbps,
-        float(cfg.mtu * 8),
+        cfg.mtu,
         d.g,
         round(d.t_alpha_us * PS),
         round(d.t_dec_us * PS),
@@ -178,7 +201,16 @@ def simulate(
         d.ai_gbps,
         d.hai_gbps,
         d.min_gbps,
-        round(cfg.rto_us * PS),
+        d.clamp_target_rate,
+        d.rate_on_first_cnp,
+        flow_windows(cfg, wl.f_plen),
+        d.var_win,
+        d.ack_bytes,
+        d.ack_queue == "control",
+        d.ack_high_prio,
+        round(d.nack_interval_us * PS),
+        round(d.cnp_interval_us * PS),
+        0 if cfg.pfc else round(cfg.rto_us * PS),  # HPCC has no timeout; lossy mode needs one
         *bg,
         round(cfg.sample_us * PS),
         max_samples,
