@@ -37,6 +37,10 @@ S_CE_DELIVERED, S_MAX_QUEUE, S_LEFT, S_BG_LEFT = 18, 19, 20, 21
 S_PAUSES, S_MAX_SW_USED, S_HDRM_MAX, S_PAUSED_PS = 22, 23, 24, 25
 # ACKs + NACKs sent; received by their sender; dropped; in flight at the end; rate cuts
 S_ACKS, S_CTRL_DONE, S_CTRL_DROPPED, S_CTRL_LEFT, S_CUTS, S_FIELDS = 28, 29, 30, 31, 32, 36
+S_TRACE_N = 33  # rows written to cc_trace
+# cc_trace rows: time ps, flow, event, rc, rt, alpha, stage, most packets in flight since the
+# flow's previous row; events (TR_DONE: the QP completed, or the run ended):
+TR_FIRST_CNP, TR_CUT, TR_INC, TR_CNP, TR_DONE = 1, 2, 3, 4, 5
 ERR_POOL, ERR_HEAP, ERR_TIMEOUT, ERR_STUCK = 1, 2, 4, 8
 
 WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY = 6, 7, 8, 10
@@ -136,6 +140,22 @@ def _alpha_ticks(alpha, alpha_next, alpha_flag, f, now, t_alpha, g):
         alpha[f] *= (1.0 - g) ** k
 
 
+@njit(cache=True, inline="always")
+def _trace(tr, stats, now, f, code, rc, rt, alpha, stage, fly_max):
+    n = stats[S_TRACE_N]
+    if n < tr.shape[0]:
+        tr[n, 0] = now
+        tr[n, 1] = f
+        tr[n, 2] = code
+        tr[n, 3] = rc[f]
+        tr[n, 4] = rt[f]
+        tr[n, 5] = alpha[f]
+        tr[n, 6] = stage[f]
+        tr[n, 7] = fly_max[f]
+        fly_max[f] = 0
+        stats[S_TRACE_N] = n + 1
+
+
 @njit(cache=True)
 def run(
     seed,
@@ -200,6 +220,7 @@ def run(
     nack_ps,
     cnp_int_ps,
     rto_ps,
+    f_ce_psn,  # tests: [flow, k] PSN indices the sender's NIC marks CE (-1: none)
     # background
     bg_port,
     bg_t0,
@@ -219,6 +240,7 @@ def run(
     job_maxov,
     stats,
     js,
+    cc_trace,  # tests: [row, 8] the senders' DCQCN events (0 rows: off)
 ):
     np.random.seed(seed)
     nf = f_src.shape[0]
@@ -300,6 +322,9 @@ def run(
     stage = np.zeros(nf, dtype=np.int64)  # m_rpTimeStage
     next_inc = np.full(nf, -1, dtype=np.int64)  # RP timer; -1: not running
     f_cls = np.zeros(nf, dtype=np.int64)  # PQ: the flow's class, fixed at its start
+    fly_max = np.zeros(nf, dtype=np.int64)  # for cc_trace
+    tracing = cc_trace.shape[0] > 0
+    forced_ce = f_ce_psn.shape[1] > 0
     # receivers (RdmaRxQueuePair)
     rcv_exp = np.zeros(nf, dtype=np.int64)
     nack_last = np.full(nf, -1, dtype=np.int64)
@@ -358,6 +383,8 @@ def run(
                         snd_una[f] = seq  # Acknowledge
                     if snd_una[f] >= f_npk[f]:
                         qp_done[f] = 1  # QpComplete: cancels the three mlx timers
+                        if tracing:
+                            _trace(cc_trace, stats, now, f, TR_DONE, rc, rt, alpha, stage, fly_max)
                         continue
                     if kind == KIND_NACK:
                         snd_next[f] = snd_una[f]  # RecoverQueue: go-back-N
@@ -373,6 +400,21 @@ def run(
                             dec_next[f] = now + t_dec + 1000  # + 1 ns: after the alpha tick
                             rc[f] = rate_first_cnp * rc[f]
                             rt[f] = rc[f]
+                            if tracing:
+                                _trace(
+                                    cc_trace,
+                                    stats,
+                                    now,
+                                    f,
+                                    TR_FIRST_CNP,
+                                    rc,
+                                    rt,
+                                    alpha,
+                                    stage,
+                                    fly_max,
+                                )
+                        elif tracing:
+                            _trace(cc_trace, stats, now, f, TR_CNP, rc, rt, alpha, stage, fly_max)
                         if dec_pending[f] == 0:
                             # the free-running decrease check acts only after a CNP: schedule
                             # its next tick on the grid instead of running every tick
@@ -690,7 +732,13 @@ def run(
             pk_idx[pk] = snd_next[f]
             pk_hop[pk] = 1
             pk_ce[pk] = 0
+            if forced_ce:
+                for k in range(f_ce_psn.shape[1]):
+                    if f_ce_psn[f, k] == snd_next[f]:
+                        pk_ce[pk] = 1
             snd_next[f] += 1
+            if snd_next[f] - snd_una[f] > fly_max[f]:
+                fly_max[f] = snd_next[f] - snd_una[f]
             stats[S_SENT] += 1
             busy[h] = now + port_ser[h]
             ok &= _push(ht, hd, hn, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
@@ -725,6 +773,8 @@ def run(
                 stage[f] = 0
                 dec_flag[f] = 0
                 stats[S_CUTS] += 1
+                if tracing:
+                    _trace(cc_trace, stats, now, f, TR_CUT, rc, rt, alpha, stage, fly_max)
                 next_inc[f] = now + t_inc  # the RP timer restarts (the old one is cancelled)
                 ok &= _push(ht, hd, hn, next_inc[f], EV_RPT | (f << 4))
             continue
@@ -745,6 +795,8 @@ def run(
                 rt[f] = min(rt[f] + hai, line_gbps)  # HyperIncreaseMlx
             rc[f] = rc[f] / 2.0 + rt[f] / 2.0
             stage[f] += 1
+            if tracing:
+                _trace(cc_trace, stats, now, f, TR_INC, rc, rt, alpha, stage, fly_max)
             continue
 
         if ev == EV_RTO:
@@ -833,6 +885,10 @@ def run(
     if jobs_left > 0 and stats[S_ERROR] == 0:
         stats[S_ERROR] |= ERR_STUCK
     stats[S_END_PS] = now
+    if tracing:
+        for f in range(nf):
+            if qp_done[f] == 0:  # the run ended first (its last ACKs still on the way)
+                _trace(cc_trace, stats, now, f, TR_DONE, rc, rt, alpha, stage, fly_max)
     stats[S_MAX_SW_USED] = (max_sw_b + mtu - 1) // mtu
     stats[S_HDRM_MAX] = (hdrm_b + mtu - 1) // mtu
     # packets still queued or on a wire when the last job finished (late duplicates, ACKs of

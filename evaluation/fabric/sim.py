@@ -40,6 +40,7 @@ class FabricResult:
     lockstep_us: float
     flow_done_us: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
     flow_begin_us: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
+    cc_trace: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 8)))
 
     @property
     def cct_max_us(self) -> float:
@@ -113,10 +114,16 @@ def flow_windows(cfg: FabricConfig, f_plen: np.ndarray) -> np.ndarray:
 
 
 def simulate(
-    cfg: FabricConfig, seed: int, flows: list[tuple[int, int, int, int, int]] | None = None
+    cfg: FabricConfig,
+    seed: int,
+    flows: list[tuple[int, int, int, int, int]] | None = None,
+    ce_psn: dict[int, list[int]] | None = None,
+    cc_trace_rows: int = 0,
 ) -> FabricResult:
     """One run. `flows` replaces the ring workload by independent flows
-    (`topology.custom_workload`)."""
+    (`topology.custom_workload`). For tests: `ce_psn` {flow: PSN indices} are CE-marked by
+    the sender's NIC; `cc_trace_rows` > 0 records the senders' DCQCN events
+    (`FabricResult.cc_trace`, columns as `kernel.TR_*` say)."""
     cfg.validate()
     rng = np.random.default_rng(seed)
     fab = build_fabric(cfg)
@@ -151,6 +158,11 @@ def simulate(
     pool += 2 * nf
     sw_free0 = pfc_free_buffer(cfg, fab)
     log_tab, alpha_tab, thr_tab = _tables()
+    width = max((len(v) for v in (ce_psn or {}).values()), default=0)
+    f_ce_psn = np.full((nf, width), -1, dtype=np.int64)
+    for f, psns in (ce_psn or {}).items():
+        f_ce_psn[f, : len(psns)] = psns
+    cc_trace = np.zeros((cc_trace_rows, 8))
 
     t0 = time.perf_counter()
     n_samples = kn.run(
@@ -211,6 +223,7 @@ def simulate(
         round(d.nack_interval_us * PS),
         round(d.cnp_interval_us * PS),
         0 if cfg.pfc else round(cfg.rto_us * PS),  # HPCC has no timeout; lossy mode needs one
+        f_ce_psn,
         *bg,
         round(cfg.sample_us * PS),
         max_samples,
@@ -224,6 +237,7 @@ def simulate(
         job_maxov,
         stats,
         js,
+        cc_trace,
     )
     wall = time.perf_counter() - t0
     st = {name: int(stats[i]) for name, i in STAT_NAMES.items()}
@@ -257,6 +271,7 @@ def simulate(
         lockstep_us=bound,
         flow_done_us=f_done / PS,
         flow_begin_us=f_begin / PS,
+        cc_trace=cc_trace[: stats[kn.S_TRACE_N]].copy(),
     )
 
 
