@@ -321,6 +321,7 @@ def run(
     dec_pending = np.zeros(nf, dtype=np.int64)
     stage = np.zeros(nf, dtype=np.int64)  # m_rpTimeStage
     next_inc = np.full(nf, -1, dtype=np.int64)  # RP timer; -1: not running
+    rpt_evt = np.full(nf, -1, dtype=np.int64)  # time of its pending event (at most one)
     f_cls = np.zeros(nf, dtype=np.int64)  # PQ: the flow's class, fixed at its start
     fly_max = np.zeros(nf, dtype=np.int64)  # for cc_trace
     tracing = cc_trace.shape[0] > 0
@@ -776,16 +777,23 @@ def run(
                 if tracing:
                     _trace(cc_trace, stats, now, f, TR_CUT, rc, rt, alpha, stage, fly_max)
                 next_inc[f] = now + t_inc  # the RP timer restarts (the old one is cancelled)
-                ok &= _push(ht, hd, hn, next_inc[f], EV_RPT | (f << 4))
+                if rpt_evt[f] < 0:  # else the pending, earlier event moves itself here
+                    rpt_evt[f] = next_inc[f]
+                    ok &= _push(ht, hd, hn, next_inc[f], EV_RPT | (f << 4))
             continue
 
         if ev == EV_RPT:
-            # RateIncEventTimerMlx: free-running once started; stale (cancelled) timers differ
-            # from next_inc
+            # RateIncEventTimerMlx: free-running once started; a cut moved it to next_inc
             f = x
-            if qp_done[f] or now != next_inc[f]:
+            rpt_evt[f] = -1
+            if qp_done[f]:
+                continue
+            if now != next_inc[f]:
+                rpt_evt[f] = next_inc[f]
+                ok &= _push(ht, hd, hn, next_inc[f], EV_RPT | (f << 4))
                 continue
             next_inc[f] = now + t_inc
+            rpt_evt[f] = next_inc[f]
             ok &= _push(ht, hd, hn, next_inc[f], EV_RPT | (f << 4))
             if stage[f] < fast_recovery:
                 pass  # FastRecoveryMlx: rc halfway to rt
