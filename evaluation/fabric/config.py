@@ -18,6 +18,7 @@ StepIndex = Literal["collective", "sport"]  # what a flow carries as Symphony's 
 Ecmp = Literal["salted", "ns3"]
 FabricKind = Literal["2tier", "nonblocking", "multipod"]
 MiB = 1 << 20
+POD_HOSTS = 128  # the paper: "clusters of up to 128 nodes reside within a single spine group"
 RED = QueueParams(k_min=50, k_max=100, p_max=0.2)  # the paper's, in 1 KB packets (HPCC's unit)
 
 
@@ -90,11 +91,12 @@ class FabricConfig:
     ecmp: Ecmp = "salted"
     # "2tier": `tors` ToRs, `spines` spines, every link at link_gbps (8 hosts per ToR on 4
     # uplinks: 2:1). "nonblocking": the same switches with uplinks at link_gbps x hosts per ToR
-    # / spines (1:1). "multipod": `pods` such non-blocking pods (`tors` ToRs and `spines` aggs
-    # each) under `cores` core switches (0: one per pod), every agg linked to every core, the
-    # core layer oversubscribed `oversub`:1 against the pods' host bandwidth.
+    # / spines (1:1). "multipod": `pods` (0: hosts / POD_HOSTS) such non-blocking pods (`tors`
+    # ToRs and `spines` aggs each) under `cores` core switches (0: one per pod: Table 1's 2/4
+    # cores at 256/512 nodes), every agg linked to every core, the core layer oversubscribed
+    # `oversub`:1 against the pods' host bandwidth (the paper: 1:2 to 1:8).
     fabric: FabricKind = "2tier"
-    pods: int = 1
+    pods: int = 0
     cores: int = 0
     oversub: float = 2.0
     start_jitter_ns: int = 2000  # step-0 flows start uniformly in [0, jitter]
@@ -122,8 +124,14 @@ class FabricConfig:
         return -(-self.chunk_bytes // self.mtu)
 
     @property
+    def n_pods(self) -> int:
+        if self.fabric != "multipod":
+            return 1
+        return self.pods or max(1, -(-self.hosts // POD_HOSTS))
+
+    @property
     def n_tors(self) -> int:
-        return self.tors * self.pods
+        return self.tors * self.n_pods
 
     @property
     def hosts_per_tor(self) -> int:
@@ -131,7 +139,7 @@ class FabricConfig:
 
     @property
     def n_cores(self) -> int:
-        return (self.cores or self.pods) if self.fabric == "multipod" else 0
+        return (self.cores or self.n_pods) if self.fabric == "multipod" else 0
 
     @property
     def uplink_gbps(self) -> float:
@@ -144,7 +152,7 @@ class FabricConfig:
     @property
     def core_gbps(self) -> float:
         """Agg -> core links: a pod's host bandwidth / oversub over its spines x cores links."""
-        pod_gbps = self.link_gbps * self.hosts // self.pods
+        pod_gbps = self.link_gbps * self.hosts / self.n_pods
         return pod_gbps / self.oversub / (self.spines * max(self.n_cores, 1))
 
     @property
@@ -187,8 +195,8 @@ class FabricConfig:
             "static",
         ):
             raise ValueError(f"mode/routing: {self.mode!r}/{self.routing!r}")
-        if self.hosts % self.n_tors or (self.pods > 1 and self.fabric != "multipod"):
-            raise ValueError("hosts must split evenly over ToRs; pods > 1 needs fabric multipod")
+        if self.hosts % self.n_tors or (self.pods and self.fabric != "multipod"):
+            raise ValueError("hosts must split evenly over ToRs; pods needs fabric multipod")
         if self.topology == "2d":
             n0, n1 = self.dim_sizes
             if n0 * n1 != self.hosts or n0 < 2 or n1 < 2 or self.jobs != 1:

@@ -167,7 +167,7 @@ def _gbps_ser(cfg: FabricConfig, gbps: float) -> int:
 
 
 def build_fabric(cfg: FabricConfig) -> Fabric:
-    h, g, t, a, q = cfg.hosts, cfg.n_tors, cfg.tors, cfg.spines, cfg.pods
+    h, g, t, a, q = cfg.hosts, cfg.n_tors, cfg.tors, cfg.spines, cfg.n_pods
     c = cfg.n_cores
     base = 2 * h + 2 * g * a
     n_ports = base + 2 * q * a * c
