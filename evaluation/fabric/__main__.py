@@ -70,6 +70,7 @@ CONFIG_FLAGS = (
     "ecmp",
     "fabric",
     "hosts",
+    "spines",
     "pods",
     "cores",
     "oversub",
@@ -188,6 +189,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--ecmp", choices=("salted", "ns3"), help="ECMP hash")
     ap.add_argument("--fabric", choices=("2tier", "nonblocking", "multipod"))
     ap.add_argument("--hosts", type=int, help="hosts (256/512: with --fabric multipod)")
+    ap.add_argument("--spines", type=int, help="spines (aggs) per pod")
     ap.add_argument("--pods", type=int, help="multipod: pods (default hosts / 128)")
     ap.add_argument("--cores", type=int, help="multipod: core switches (default one per pod)")
     ap.add_argument("--oversub", type=float, help="multipod: core oversubscription N (1:N)")
