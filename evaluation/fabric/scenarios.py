@@ -33,14 +33,19 @@ def _three(scenario: str, base: FabricConfig, seeds: range, param: str = "") -> 
     ]
 
 
-def base_config(quick: bool, hosts: int = 32) -> FabricConfig:
+def base_config(quick: bool, hosts: int = 32, **options: object) -> FabricConfig:
+    """The default of every scenario; `options` (the CLI's workload and fabric flags) override
+    FabricConfig fields before the scenario derives anything from it."""
     if quick:
-        return FabricConfig(hosts=16, chunk_bytes=64 * KB)
-    return FabricConfig(hosts=hosts)
+        return replace(FabricConfig(hosts=16, chunk_bytes=64 * KB), **options)
+    return replace(FabricConfig(hosts=hosts), **options)
 
 
-def scenario_runs(name: str, seeds: range, quick: bool = False) -> list[Run]:
-    b = base_config(quick)
+def scenario_runs(
+    name: str, seeds: range, quick: bool = False, options: dict[str, object] | None = None
+) -> list[Run]:
+    opts = dict(options or {})
+    b = base_config(quick, **opts)
     if name == "lockstep":
         cfg = replace(b, routing="static", start_jitter_ns=0)
         return [
@@ -51,7 +56,11 @@ def scenario_runs(name: str, seeds: range, quick: bool = False) -> list[Run]:
     if name == "ecmp":
         return _three(name, b, seeds)
     if name == "ecmp-128":
-        return _three(name, b if quick else base_config(False, hosts=128), seeds)
+        return _three(name, b if quick else base_config(False, **{**opts, "hosts": 128}), seeds)
+    if name in ("2d", "2d-128"):
+        # Table 1's 2D ring: 8 x 4 at 32 nodes, 32 x 4 at 128 (dim 0 inside a ToR).
+        hosts = 128 if name == "2d-128" and not quick else b.hosts
+        return _three(name, base_config(quick, **{**opts, "topology": "2d", "hosts": hosts}), seeds)
     if name == "imbalance":
         out = []
         for x in IMBALANCES[:2] if quick else IMBALANCES:
@@ -108,4 +117,6 @@ SCENARIOS = (
     "two-jobs",
     "late-start",
     "ecmp-128",
+    "2d",
+    "2d-128",
 )

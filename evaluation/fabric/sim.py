@@ -10,9 +10,11 @@ import numpy as np
 
 from evaluation.fabric import kernel as kn
 from evaluation.fabric import symphony_kernel as sk
+from evaluation.fabric.bound import link_load_bound_us
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.dcqcn import bdp_bytes
 from evaluation.fabric.topology import (
+    Fabric,
     background_sources,
     build_fabric,
     build_workload,
@@ -38,6 +40,7 @@ class FabricResult:
     stats: dict[str, int]
     wall_s: float
     lockstep_us: float
+    bound_us: float = 0.0  # link-load lower bound of this run's paths (`bound.py`)
     flow_done_us: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
     flow_begin_us: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
     cc_trace: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 8)))
@@ -88,25 +91,27 @@ def queue_thresholds(cfg: FabricConfig) -> np.ndarray:
     )
 
 
-def pfc_free_buffer(cfg: FabricConfig, fab) -> np.ndarray:
+def pfc_free_buffer(cfg: FabricConfig, fab: Fabric) -> np.ndarray:
     """Per switch, the shared buffer minus the headroom reserved for every ingress queue (HPCC:
-    buffer - total headroom; its dynamic XOFF threshold is (this - used) >> pfc_shift)."""
+    buffer - total headroom; its dynamic XOFF threshold is (this - used) >> pfc_shift). A
+    switch has one ingress port per egress port it owns (links are full duplex)."""
     classes = 2 if cfg.mode == "pq" else 1
-    n_in = np.zeros(fab.n_switches, dtype=np.int64)
-    n_in[: cfg.tors] = cfg.hosts // cfg.tors + cfg.spines  # a ToR: its hosts and the spines
-    n_in[cfg.tors :] = cfg.tors  # a spine: the ToRs
+    owned = fab.port_switch[fab.port_switch >= 0]
+    n_in = np.bincount(owned, minlength=fab.n_switches).astype(np.int64)
     return cfg.switch_buffer_pkts - n_in * classes * cfg.headroom_pkts
 
 
 def flow_windows(cfg: FabricConfig, f_plen: np.ndarray) -> np.ndarray:
     """Per flow, HPCC's window in bytes (0: none): with GLOBAL_T the largest BDP of any host
-    pair (the longest path: across the spine, or the longest the workload has), else the
-    BDP of the flow's own path; at the configured link rate (imbalance is a perturbation)."""
+    pair (the longest path: across the core, the spine, or the longest the workload has),
+    else the BDP of the flow's own path; every hop at the host links' rate (imbalance and
+    faster uplinks are not counted)."""
     d = cfg.cc
     if not d.has_win:
         return np.zeros_like(f_plen)
     if d.global_t:
-        longest = max(4 if cfg.tors > 1 else 2, int(f_plen.max(initial=0)))
+        widest = 6 if cfg.n_pods > 1 else 4 if cfg.n_tors > 1 else 2
+        longest = max(widest, int(f_plen.max(initial=0)))
         return np.full_like(f_plen, bdp_bytes(longest, cfg.prop_ns, cfg.link_gbps, cfg.mtu))
     return np.array(
         [bdp_bytes(int(n), cfg.prop_ns, cfg.link_gbps, cfg.mtu) for n in f_plen], dtype=np.int64
@@ -140,8 +145,9 @@ def simulate(
     js[:, :, sk.JS_ALPHA] = 1
 
     bound = cfg.lockstep_bound_us()
+    link_bound = link_load_bound_us(fab, wl)
     max_samples = int(cfg.max_ms * 1000 / cfg.sample_us) + 2
-    max_samples = min(max_samples, int(bound * 6 / cfg.sample_us) + 1000)
+    max_samples = min(max_samples, int(max(bound, link_bound) * 6 / cfg.sample_us) + 1000)
     ov = np.zeros((wl.n_jobs + 1, max_samples), dtype=np.int64)
     rx = np.zeros((wl.n_jobs + 1, max_samples), dtype=np.int64)
     f_done = np.full(nf, -1, dtype=np.int64)
@@ -269,6 +275,7 @@ def simulate(
         stats=st,
         wall_s=wall,
         lockstep_us=bound,
+        bound_us=link_bound,
         flow_done_us=f_done / PS,
         flow_begin_us=f_begin / PS,
         cc_trace=cc_trace[: stats[kn.S_TRACE_N]].copy(),
