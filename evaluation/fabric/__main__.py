@@ -4,6 +4,7 @@ python -m evaluation.fabric                          # every scenario, 20 seeds 
 python -m evaluation.fabric --scenario ecmp --seeds 20
 python -m evaluation.fabric --quick --seeds 2        # the small configuration of each
 python -m evaluation.fabric --no-pfc --out build/evaluation-nopfc   # lossy: drop-tail, go-back-N
+python -m evaluation.fabric --scenario ecmp --profile hpcc-run-dcqcn  # another NIC profile
 python -m evaluation.fabric --scenario 2d --ecmp ns3 --passes 4 --splits 4 --active-chunks 2
 python -m evaluation.fabric --scenario ecmp --fabric multipod --hosts 256 --oversub 4
 """
@@ -22,12 +23,14 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from evaluation.fabric.dcqcn import DEFAULT_PROFILE, PROFILES
 from evaluation.fabric.scenarios import SCENARIOS, Run, scenario_runs
 from evaluation.fabric.sim import FabricResult, simulate
 
 FIELDS = (
     "scenario",
     "pfc",
+    "profile",
     "variant",
     "param",
     "seed",
@@ -49,6 +52,8 @@ FIELDS = (
     "symphony_marks",
     "queue_marks",
     "cnps",
+    "acks",
+    "nacks",
     "dropped",
     "out_of_order",
     "pfc_pauses",
@@ -86,6 +91,7 @@ def row(run: Run, res: FabricResult) -> dict[str, object]:
     return {
         "scenario": run.scenario,
         "pfc": int(run.cfg.pfc),
+        "profile": run.cfg.cc.name,
         "variant": run.variant,
         "param": run.param,
         "seed": run.seed,
@@ -107,6 +113,8 @@ def row(run: Run, res: FabricResult) -> dict[str, object]:
         "symphony_marks": st["symphony_marks"],
         "queue_marks": st["queue_marks"],
         "cnps": st["cnps"],
+        "acks": st["acks"],
+        "nacks": st["nacks"],
         "dropped": st["dropped"] + st["bg_dropped"],
         "out_of_order": st["out_of_order"],
         "pfc_pauses": st["pfc_pauses"],
@@ -125,8 +133,9 @@ def summarise(rows: list[dict[str, object]]) -> str:
         by_scn.setdefault(str(r["scenario"]), []).append(r)
     for scn, rs in by_scn.items():
         pfc = "PFC on" if all(int(r["pfc"]) for r in rs) else "PFC off"
+        profiles = ", ".join(sorted({str(r["profile"]) for r in rs}))
         out += [
-            f"### {scn} ({pfc})",
+            f"### {scn} ({pfc}, {profiles})",
             "",
             "| variant | param | seeds | median CCT (ms) | vs baseline | x lockstep | "
             "bound (ms) | x bound | mean CCT (ms) | mean vs baseline | "
@@ -177,6 +186,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--quick", action="store_true", help="the small configuration of each")
     ap.add_argument("--jobs", "--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--no-pfc", action="store_true", help="lossy fabric: drop-tail, go-back-N")
+    ap.add_argument(
+        "--profile",
+        choices=sorted(PROFILES),
+        default=DEFAULT_PROFILE,
+        help="the NIC's DCQCN profile (evaluation/fabric/dcqcn.py)",
+    )
     ap.add_argument("--variant", action="append", help="run only these variants (e.g. baseline)")
     # workload and fabric (FabricConfig fields; unset = each scenario's default)
     ap.add_argument("--topology", choices=("rings", "2d"), help="logical topology")
@@ -212,6 +227,7 @@ def main(argv: list[str] | None = None) -> None:
         runs = [r for r in runs if r.variant in args.variant]
     if args.no_pfc:
         runs = [replace(r, cfg=replace(r.cfg, pfc=False)) for r in runs]
+    runs = [replace(r, cfg=replace(r.cfg, dcqcn=args.profile)) for r in runs]
     # Longest first, so the pool does not end on one slow run.
     runs.sort(key=lambda r: -r.cfg.hosts * r.cfg.lockstep_bound_us())
     args.out.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from evaluation.fabric.collectives import packets_per_npu
+from evaluation.fabric.dcqcn import DEFAULT_PROFILE, Dcqcn, profile
 from symphony.model.params import JobParams, QueueParams
 
 Mode = Literal["baseline", "symphony", "pq"]
@@ -20,22 +21,6 @@ FabricKind = Literal["2tier", "nonblocking", "multipod"]
 MiB = 1 << 20
 POD_HOSTS = 128  # the paper: "clusters of up to 128 nodes reside within a single spine group"
 RED = QueueParams(k_min=50, k_max=100, p_max=0.2)  # the paper's, in 1 KB packets (HPCC's unit)
-
-
-@dataclass(frozen=True)
-class Dcqcn:
-    """DCQCN reaction point as HPCC's ns-3 runs it (its `dcqcn` mode, rates scaled to 10 Gb/s:
-    AI = 5 Mb/s * bw/25, HAI = 50 Mb/s * bw/25); timers only, no byte counter (HPCC's Mellanox
-    model has none)."""
-
-    g: float = 1 / 256  # EWMA_GAIN
-    t_alpha_us: float = 1.0  # ALPHA_RESUME_INTERVAL
-    t_dec_us: float = 4.0  # RATE_DECREASE_INTERVAL: at most one cut per flow per interval
-    t_inc_us: float = 300.0  # RP_TIMER
-    fast_recovery: int = 1  # FAST_RECOVERY_TIMES
-    ai_gbps: float = 0.002  # RATE_AI
-    hai_gbps: float = 0.02  # RATE_HAI
-    min_gbps: float = 1.0  # MIN_RATE
 
 
 @dataclass(frozen=True)
@@ -105,10 +90,15 @@ class FabricConfig:
     mode: Mode = "baseline"
     symphony: JobParams = field(default_factory=JobParams)  # used in mode "symphony"
     late_start_us: float = 0.0  # Symphony marks only after this time (the paper's late start)
-    dcqcn: Dcqcn = Dcqcn()
-    rto_us: float = 1000.0
+    dcqcn: Dcqcn | str = DEFAULT_PROFILE  # a profile of dcqcn.PROFILES by name, or one
+    rto_us: float = 1000.0  # ours: HPCC has no retransmission timer (NACKs only)
     sample_us: float = 100.0
     max_ms: float = 20_000.0
+
+    @property
+    def cc(self) -> Dcqcn:
+        """The NIC profile `dcqcn` names."""
+        return profile(self.dcqcn)
 
     @property
     def ring_size(self) -> int:
@@ -195,6 +185,8 @@ class FabricConfig:
             "static",
         ):
             raise ValueError(f"mode/routing: {self.mode!r}/{self.routing!r}")
+        if self.cc.ack_queue not in ("data", "control"):
+            raise ValueError(f"ack_queue: {self.cc.ack_queue!r}")
         if self.hosts % self.n_tors or (self.pods and self.fabric != "multipod"):
             raise ValueError("hosts must split evenly over ToRs; pods needs fabric multipod")
         if self.topology == "2d":

@@ -12,6 +12,7 @@ from evaluation.fabric import kernel as kn
 from evaluation.fabric import symphony_kernel as sk
 from evaluation.fabric.bound import link_load_bound_us
 from evaluation.fabric.config import FabricConfig
+from evaluation.fabric.dcqcn import bdp_bytes
 from evaluation.fabric.topology import (
     Fabric,
     background_sources,
@@ -42,6 +43,7 @@ class FabricResult:
     bound_us: float = 0.0  # link-load lower bound of this run's paths (`bound.py`)
     flow_done_us: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
     flow_begin_us: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
+    cc_trace: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 8)))
 
     @property
     def cct_max_us(self) -> float:
@@ -60,9 +62,14 @@ STAT_NAMES = {
     "bg_dropped": kn.S_BG_DROPPED,
     "symphony_marks": kn.S_SYM_MARKS,
     "queue_marks": kn.S_QUEUE_MARKS,
-    "cnps": kn.S_CNPS,
+    "cnps": kn.S_CNPS,  # ACKs and NACKs that carry the CNP flag
     "nacks": kn.S_NACKS,
     "rtos": kn.S_RTOS,
+    "acks": kn.S_ACKS,
+    "acks_received": kn.S_CTRL_DONE,
+    "acks_dropped": kn.S_CTRL_DROPPED,
+    "acks_left_in_flight": kn.S_CTRL_LEFT,
+    "rate_cuts": kn.S_CUTS,
     "marks_not_outpacing": kn.S_MARKS_NOT_OUTPACING,
     "switch_hops": kn.S_HOPS,
     "error": kn.S_ERROR,
@@ -94,11 +101,34 @@ def pfc_free_buffer(cfg: FabricConfig, fab: Fabric) -> np.ndarray:
     return cfg.switch_buffer_pkts - n_in * classes * cfg.headroom_pkts
 
 
+def flow_windows(cfg: FabricConfig, f_plen: np.ndarray) -> np.ndarray:
+    """Per flow, HPCC's window in bytes (0: none): with GLOBAL_T the largest BDP of any host
+    pair (the longest path: across the core, the spine, or the longest the workload has),
+    else the BDP of the flow's own path; every hop at the host links' rate (imbalance and
+    faster uplinks are not counted)."""
+    d = cfg.cc
+    if not d.has_win:
+        return np.zeros_like(f_plen)
+    if d.global_t:
+        widest = 6 if cfg.n_pods > 1 else 4 if cfg.n_tors > 1 else 2
+        longest = max(widest, int(f_plen.max(initial=0)))
+        return np.full_like(f_plen, bdp_bytes(longest, cfg.prop_ns, cfg.link_gbps, cfg.mtu))
+    return np.array(
+        [bdp_bytes(int(n), cfg.prop_ns, cfg.link_gbps, cfg.mtu) for n in f_plen], dtype=np.int64
+    )
+
+
 def simulate(
-    cfg: FabricConfig, seed: int, flows: list[tuple[int, int, int, int, int]] | None = None
+    cfg: FabricConfig,
+    seed: int,
+    flows: list[tuple[int, int, int, int, int]] | None = None,
+    ce_psn: dict[int, list[int]] | None = None,
+    cc_trace_rows: int = 0,
 ) -> FabricResult:
     """One run. `flows` replaces the ring workload by independent flows
-    (`topology.custom_workload`)."""
+    (`topology.custom_workload`). For tests: `ce_psn` {flow: PSN indices} are CE-marked by
+    the sender's NIC; `cc_trace_rows` > 0 records the senders' DCQCN events
+    (`FabricResult.cc_trace`, columns as `kernel.TR_*` say)."""
     cfg.validate()
     rng = np.random.default_rng(seed)
     fab = build_fabric(cfg)
@@ -125,13 +155,20 @@ def simulate(
     job_end = np.full(wl.n_jobs + 1, -1, dtype=np.int64)
     job_maxov = np.zeros(wl.n_jobs + 1, dtype=np.int64)
     stats = np.zeros(kn.S_FIELDS, dtype=np.int64)
-    d = cfg.dcqcn
+    d = cfg.cc
+    # data packets, plus their ACKs (counted in bytes by the buffers, so many more can wait)
     if cfg.pfc:
-        pool = fab.n_switches * cfg.switch_buffer_pkts + 64 * cfg.hosts + 4096
+        pool = 2 * fab.n_switches * cfg.switch_buffer_pkts + 64 * cfg.hosts + 4096
     else:
-        pool = fab.n_ports * cfg.buffer_pkts // 2 + 64 * cfg.hosts + 4096
+        pool = fab.n_ports * cfg.buffer_pkts + 64 * cfg.hosts + 4096
+    pool += 2 * nf
     sw_free0 = pfc_free_buffer(cfg, fab)
     log_tab, alpha_tab, thr_tab = _tables()
+    width = max((len(v) for v in (ce_psn or {}).values()), default=0)
+    f_ce_psn = np.full((nf, width), -1, dtype=np.int64)
+    for f, psns in (ce_psn or {}).items():
+        f_ce_psn[f, : len(psns)] = psns
+    cc_trace = np.zeros((cc_trace_rows, 8))
 
     t0 = time.perf_counter()
     n_samples = kn.run(
@@ -173,7 +210,7 @@ def simulate(
         alpha_tab,
         thr_tab,
         cfg.link_gbps,
-        float(cfg.mtu * 8),
+        cfg.mtu,
         d.g,
         round(d.t_alpha_us * PS),
         round(d.t_dec_us * PS),
@@ -182,7 +219,17 @@ def simulate(
         d.ai_gbps,
         d.hai_gbps,
         d.min_gbps,
-        round(cfg.rto_us * PS),
+        d.clamp_target_rate,
+        d.rate_on_first_cnp,
+        flow_windows(cfg, wl.f_plen),
+        d.var_win,
+        d.ack_bytes,
+        d.ack_queue == "control",
+        d.ack_high_prio,
+        round(d.nack_interval_us * PS),
+        round(d.cnp_interval_us * PS),
+        0 if cfg.pfc else round(cfg.rto_us * PS),  # HPCC has no timeout; lossy mode needs one
+        f_ce_psn,
         *bg,
         round(cfg.sample_us * PS),
         max_samples,
@@ -196,6 +243,7 @@ def simulate(
         job_maxov,
         stats,
         js,
+        cc_trace,
     )
     wall = time.perf_counter() - t0
     st = {name: int(stats[i]) for name, i in STAT_NAMES.items()}
@@ -230,6 +278,7 @@ def simulate(
         bound_us=link_bound,
         flow_done_us=f_done / PS,
         flow_begin_us=f_begin / PS,
+        cc_trace=cc_trace[: stats[kn.S_TRACE_N]].copy(),
     )
 
 
