@@ -1,0 +1,1 @@
+"""One adapter per implementation of Symphony's per-packet algorithm (`Implementation`)."""
