@@ -12,7 +12,7 @@ from symphony.model.params import JobParams, QueueParams
 Mode = Literal["baseline", "symphony", "pq"]
 Routing = Literal["ecmp", "static"]
 MiB = 1 << 20
-RED = QueueParams(k_min=50, k_max=100, p_max=0.2)  # the paper's, in 1 KB packets (HPCC's unit)
+RED = QueueParams()  # the paper's K_min/K_max/P_max (model/params.py), in 1 KB packets (HPCC's)
 
 
 @dataclass(frozen=True)
