@@ -181,10 +181,15 @@ def _jobs_and_flows(rng: random.Random) -> tuple[list[JobSpec], list[_Flow]]:
 def _next_opcode(rng: random.Random, f: _Flow) -> int:
     """The flow's next data opcode; starts a message (one per step) when the last one ended."""
     if f.left == 0:
-        if rng.random() < 0.2:
+        r = rng.random()
+        if r < 0.2:
             f.ops, f.left = rng.choice(ONLY), 1
         else:
-            f.ops, f.left = rng.choice(MESSAGES), rng.randint(2, 8)
+            # Short messages, and long ones whose PSNs pass the warm-up and reach far.
+            f.ops, f.left = (
+                rng.choice(MESSAGES),
+                rng.randint(2, 8) if r < 0.6 else rng.randint(20, 400),
+            )
         f.pos = 0
         if rng.random() < 0.15:
             f.ops = f.ops + op.UC if isinstance(f.ops, int) else tuple(o + op.UC for o in f.ops)
