@@ -149,7 +149,7 @@ def test_the_tofino_model_adapter_is_skipped_by_name() -> None:
 
 def test_the_kernel_refuses_a_state_layout_it_does_not_compute() -> None:
     with pytest.raises(ImportError, match="extend the kernel"):
-        sk._columns(("step_min", "new_register"), ("step_min",), "the JobState fields")
+        sk._columns(("step_min", "new_register"), "step_min", "the JobState fields")
     assert tuple(sk.JS) == tuple(ModelAdapter().state(1).__dataclass_fields__)
     assert tuple(TRACES[0].jobs[0].action) == sk.ACTION_KEYS
 

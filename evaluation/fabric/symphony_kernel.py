@@ -31,73 +31,57 @@ from symphony.model.params import JobParams
 from symphony.model.pipeline import JobState, is_first, is_last, is_tracked_opcode
 
 
-def _columns(names: tuple[str, ...], handled: tuple[str, ...], what: str) -> dict[str, int]:
-    """name -> column; raise when the model declares a name the kernel does not handle (or the
-    other way round): the kernel must be extended, not silently keep a zero column."""
-    if names != handled:
+def _columns(names: tuple[str, ...], handled: str, what: str, first: int = 0) -> dict[str, int]:
+    """name -> column (from `first`); raise when the model declares names other than the ones
+    the kernel handles (space-separated, in order): the kernel must be extended, not silently
+    keep a zero column or miss a parameter."""
+    if names != tuple(handled.split()):
         raise ImportError(
-            f"symphony_kernel handles {what} {handled}, the model declares {names}:"
+            f"symphony_kernel handles {what} {handled.split()}, the model declares {names}:"
             " extend the kernel (and its conformance adapter) to match"
         )
-    return {name: i for i, name in enumerate(names)}
+    return {name: first + i for i, name in enumerate(names)}
 
 
 JS = _columns(
     tuple(f.name for f in fields(JobState)),
-    (
-        "step_min",
-        "psn_rec",
-        "step_max",
-        "alpha",
-        "window_packets",
-        "window_ahead_packets",
-        "win_start",
-        "packets",
-        "marks",
-        "queue_marks",
-    ),
+    "step_min psn_rec step_max alpha window_packets window_ahead_packets win_start"
+    " packets marks queue_marks",
     "the JobState fields",
 )
-JS_STEP_MIN = JS["step_min"]
-JS_PSN_REC = JS["psn_rec"]
-JS_STEP_MAX = JS["step_max"]
-JS_ALPHA = JS["alpha"]
-JS_WINDOW_PACKETS = JS["window_packets"]
-JS_WINDOW_AHEAD = JS["window_ahead_packets"]
-JS_WIN_START = JS["win_start"]
-JS_PACKETS = JS["packets"]
-JS_MARKS = JS["marks"]
-JS_QUEUE_MARKS = JS["queue_marks"]
+(
+    JS_STEP_MIN,
+    JS_PSN_REC,
+    JS_STEP_MAX,
+    JS_ALPHA,
+    JS_WINDOW_PACKETS,
+    JS_WINDOW_AHEAD,
+    JS_WIN_START,
+    JS_PACKETS,
+    JS_MARKS,
+    JS_QUEUE_MARKS,
+) = JS.values()
 JS_FIELDS = len(JS)
 
 ACTION_KEYS: tuple[str, ...] = tuple(JobParams().to_action_params())
-P_INSTALLED = 0
-_P = {
-    key: 1 + i
-    for key, i in _columns(
-        ACTION_KEYS,
-        (
-            "mark_enable",
-            "k_log",
-            "tau_q8",
-            "t_win",
-            "n_warmup",
-            "n_sample",
-            "alpha_max",
-            "psn_absolute",
-        ),
-        "the set_params action data",
-    ).items()
-}
-P_MARK_ENABLE = _P["mark_enable"]
-P_K_LOG = _P["k_log"]
-P_TAU_Q8 = _P["tau_q8"]
-P_T_WIN = _P["t_win"]
-P_N_WARMUP = _P["n_warmup"]
-P_N_SAMPLE = _P["n_sample"]
-P_ALPHA_MAX = _P["alpha_max"]
-P_PSN_ABSOLUTE = _P["psn_absolute"]
-P_FIELDS = 1 + len(ACTION_KEYS)
+P_INSTALLED = 0  # column 0; the action data follows
+P = _columns(
+    ACTION_KEYS,
+    "mark_enable k_log tau_q8 t_win n_warmup n_sample alpha_max psn_absolute",
+    "the set_params action data",
+    first=P_INSTALLED + 1,
+)
+(
+    P_MARK_ENABLE,
+    P_K_LOG,
+    P_TAU_Q8,
+    P_T_WIN,
+    P_N_WARMUP,
+    P_N_SAMPLE,
+    P_ALPHA_MAX,
+    P_PSN_ABSOLUTE,
+) = P.values()
+P_FIELDS = 1 + len(P)
 
 # Opcode classes, one per 8-bit BTH opcode, from the model's: 0 untracked, else
 # 1 + 2*is_first + 4*is_last.
@@ -157,7 +141,7 @@ def action_row(action: dict[str, int]) -> np.ndarray:
     """One `prm` row from `JobParams.to_action_params(...)`."""
     row = np.zeros(P_FIELDS, dtype=np.int64)
     row[P_INSTALLED] = 1
-    for key, col in _P.items():
+    for key, col in P.items():
         row[col] = action[key]
     return row
 
