@@ -20,24 +20,15 @@ import sys
 import time
 from pathlib import Path
 
+from conformance.adapters import in_process
+from conformance.adapters.bmv2_ptf import PACKETS_ENV, SEED_ENV, TRACES_ENV
 from conformance.adapters.kernel import KernelAdapter
-from conformance.adapters.model import ModelAdapter
-from conformance.adapters.t2na import T2naModelAdapter
 from conformance.faults import AlphaPlusTwo, Perturbed
 from conformance.implementation import Implementation
 from conformance.runner import report, run_suite
 from conformance.traces import trace_set
 
 ROOT = Path(__file__).resolve().parent.parent
-# How the PTF test learns the trace set (ptf_tests/test_conformance.py reads them).
-PTF_TRACES_ENV = "SYMPHONY_CONFORMANCE_TRACES"
-PTF_PACKETS_ENV = "SYMPHONY_CONFORMANCE_PACKETS"
-PTF_SEED_ENV = "SYMPHONY_CONFORMANCE_SEED"
-
-
-def adapters() -> list[Implementation]:
-    """Every implementation this process can drive (bmv2 runs in the PTF suite instead)."""
-    return [ModelAdapter("bmv2"), ModelAdapter("tofino2"), KernelAdapter(), T2naModelAdapter()]
 
 
 def injected(name: str) -> Implementation:
@@ -58,9 +49,9 @@ def injected(name: str) -> Implementation:
 def run_ptf(traces: int, packets: int, seed: int) -> int:
     env = {
         **os.environ,
-        PTF_TRACES_ENV: str(traces),
-        PTF_PACKETS_ENV: str(packets),
-        PTF_SEED_ENV: str(seed),
+        TRACES_ENV: str(traces),
+        PACKETS_ENV: str(packets),
+        SEED_ENV: str(seed),
     }
     print(f"bmv2-ptf: scripts/run_ptf.sh test_conformance ({traces} traces x {packets} packets)")
     sys.stdout.flush()
@@ -79,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ptf-packets", type=int, default=100, help="per trace")
     args = ap.parse_args(argv)
 
-    impls = adapters() + [injected(name) for name in args.inject]
+    impls = in_process() + [injected(name) for name in args.inject]
     t0 = time.monotonic()
     traces = trace_set(args.traces, args.packets, args.seed)
     last_seed = args.seed + args.traces - 1

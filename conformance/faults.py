@@ -16,7 +16,7 @@ from dataclasses import replace
 import numpy as np
 
 from conformance.adapters.model import ModelAdapter
-from conformance.implementation import COLUMNS, Implementation, Row
+from conformance.implementation import COLUMNS, Implementation, Row, row_of
 from conformance.traces import Trace, TracePacket
 from symphony.model import arithmetic as ar
 from symphony.model.pipeline import JobState
@@ -77,7 +77,7 @@ class Perturbed:
         return rows
 
     def process(self, tp: TracePacket) -> Row:
-        return tuple(self.run([tp])[0].tolist())  # type: ignore[return-value]
+        return row_of(self.run([tp])[0])
 
     def state(self, job_id: int) -> JobState:
         st = self.inner.state(job_id)

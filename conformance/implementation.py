@@ -25,6 +25,12 @@ JOB, P, THRESHOLD, MARK, ECN = range(len(COLUMNS))
 Row = tuple[int, int, int, int, int]
 
 
+def row_of(values: np.ndarray) -> Row:
+    """One decision row of an array of them, as a tuple."""
+    job, p, threshold, mark, ecn = (int(v) for v in values)
+    return (job, p, threshold, mark, ecn)
+
+
 class Implementation(Protocol):
     name: str
     # The decision columns it reports; the others are not compared.

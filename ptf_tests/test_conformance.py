@@ -19,17 +19,16 @@ from ptf import testutils
 
 sys.path.insert(0, str(ROOT))  # the test-side packages live at the repository root
 
-from conformance.__main__ import PTF_PACKETS_ENV, PTF_SEED_ENV, PTF_TRACES_ENV
-from conformance.adapters.bmv2_ptf import Bmv2PtfAdapter
+from conformance.adapters.bmv2_ptf import PACKETS_ENV, SEED_ENV, TRACES_ENV, Bmv2PtfAdapter
 from conformance.runner import report, run_suite
 from conformance.traces import generate
 
 
 class ConformanceOnBmv2(SymphonyTest):
     def runTest(self) -> None:
-        n = int(os.environ.get(PTF_TRACES_ENV, "20"))
-        packets = int(os.environ.get(PTF_PACKETS_ENV, "100"))
-        first = int(os.environ.get(PTF_SEED_ENV, "0"))
+        n = int(os.environ.get(TRACES_ENV, "20"))
+        packets = int(os.environ.get(PACKETS_ENV, "100"))
+        first = int(os.environ.get(SEED_ENV, "0"))
         traces = [generate(seed, packets) for seed in range(first, first + n)]
         adapter = Bmv2PtfAdapter(self, T_WIN_NEVER_US, T_WIN_ALWAYS_US)
         [result] = run_suite(traces, [adapter])

@@ -11,7 +11,7 @@ from itertools import pairwise
 
 import pytest
 
-from conformance.__main__ import adapters
+from conformance.adapters import in_process
 from conformance.adapters.bmv2_ptf import Bmv2PtfAdapter
 from conformance.adapters.kernel import KernelAdapter
 from conformance.adapters.model import ModelAdapter
@@ -38,7 +38,7 @@ TRACES = trace_set(50, 50_000)
 
 @pytest.fixture(scope="module")
 def results() -> list[Result]:
-    return run_suite(TRACES, adapters())
+    return run_suite(TRACES, in_process())
 
 
 def test_model_variants_and_kernel_conform(results: list[Result]) -> None:

@@ -32,6 +32,11 @@ from symphony.model.pipeline import JobState, Pipeline
 from symphony.p4names import FLOW_BASE
 
 ECN_CE = 0b11
+# The trace set ptf_tests/test_conformance.py runs: how many traces, packets per trace, the
+# first seed (`python -m conformance --ptf` sets them).
+TRACES_ENV = "SYMPHONY_CONFORMANCE_TRACES"
+PACKETS_ENV = "SYMPHONY_CONFORMANCE_PACKETS"
+SEED_ENV = "SYMPHONY_CONFORMANCE_SEED"
 
 
 class SwitchTest(Protocol):

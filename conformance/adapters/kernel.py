@@ -13,7 +13,7 @@ from functools import cache
 
 import numpy as np
 
-from conformance.implementation import COLUMNS, ECN, MARK, Row
+from conformance.implementation import COLUMNS, ECN, MARK, Row, row_of
 from conformance.traces import Trace, TracePacket
 from evaluation.fabric import symphony_kernel as sk
 from symphony.model.pipeline import JobState, ecn_out, flow_slot
@@ -107,8 +107,7 @@ class KernelAdapter:
         return rows
 
     def process(self, tp: TracePacket) -> Row:
-        row = self.run([tp])[0].tolist()
-        return (row[0], row[1], row[2], row[3], row[4])
+        return row_of(self.run([tp])[0])
 
     def state(self, job_id: int) -> JobState:
         return JobState(**{f: int(self.js[0, job_id, col]) for f, col in sk.JS.items()})

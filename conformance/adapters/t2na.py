@@ -5,7 +5,8 @@ Intel's SDE or the open-source p4studio) and a driver that loads the program (bf
 stratum_bf); none is on this machine yet, so the adapter only says so and the runner skips it
 with its name and this reason. When a model exists, this class drives it as the bmv2 adapter
 drives bmv2 (packets through the model's ports, state through `JobRegisters`' P4Runtime
-implementation), compared with the golden model's tofino2 variant as reference.
+implementation). Its reference is the runner's, the model on bmv2: the suite shows the model's
+tofino2 variant, which computes what p4src/t2na does, equal to it on every trace.
 """
 
 from __future__ import annotations
