@@ -20,7 +20,7 @@ Ecmp = Literal["salted", "ns3"]
 FabricKind = Literal["2tier", "nonblocking", "multipod"]
 MiB = 1 << 20
 POD_HOSTS = 128  # the paper: "clusters of up to 128 nodes reside within a single spine group"
-RED = QueueParams(k_min=50, k_max=100, p_max=0.2)  # the paper's, in 1 KB packets (HPCC's unit)
+RED = QueueParams()  # the paper's K_min/K_max/P_max (model/params.py), in 1 KB packets (HPCC's)
 
 
 @dataclass(frozen=True)
