@@ -41,6 +41,10 @@ class FabricConfig:
     link_gbps: float = 10.0
     prop_ns: int = 1000  # per link
     mtu: int = 1024  # bytes on the wire per data packet (RED thresholds count these)
+    # Of them, headers: HPCC's ns-3 puts PACKET_PAYLOAD_SIZE bytes of payload in a packet and
+    # adds 36 (PPP 2, IPv4 20, UDP 8, SeqTs 6), so its 1000 B payload is 1036 B on the wire.
+    # Messages are cut into packets of `payload_bytes`; HPCC's window counts payload bytes.
+    header_bytes: int = 0
     buffer_pkts: int = 1000  # drop-tail limit of each egress port (PFC off)
     # PFC (802.1Qbb) per ingress port and priority, HPCC's ns-3 switch MMU: a shared buffer per
     # switch, XOFF when the packets an ingress queue holds exceed (free buffer) >> pfc_shift,
@@ -110,8 +114,16 @@ class FabricConfig:
         return 2 * (self.ring_size - 1)
 
     @property
+    def payload_bytes(self) -> int:
+        return self.mtu - self.header_bytes
+
+    def packets(self, message_bytes: int) -> int:
+        """Data packets of one message (the last one full size: we do not shorten it)."""
+        return -(-message_bytes // self.payload_bytes)
+
+    @property
     def pkts_per_chunk(self) -> int:
-        return -(-self.chunk_bytes // self.mtu)
+        return self.packets(self.chunk_bytes)
 
     @property
     def n_pods(self) -> int:

@@ -112,10 +112,17 @@ def flow_windows(cfg: FabricConfig, f_plen: np.ndarray) -> np.ndarray:
     if d.global_t:
         widest = 6 if cfg.n_pods > 1 else 4 if cfg.n_tors > 1 else 2
         longest = max(widest, int(f_plen.max(initial=0)))
-        return np.full_like(f_plen, bdp_bytes(longest, cfg.prop_ns, cfg.link_gbps, cfg.mtu))
-    return np.array(
-        [bdp_bytes(int(n), cfg.prop_ns, cfg.link_gbps, cfg.mtu) for n in f_plen], dtype=np.int64
-    )
+        win = np.full_like(
+            f_plen, bdp_bytes(longest, cfg.prop_ns, cfg.link_gbps, cfg.payload_bytes)
+        )
+    else:
+        win = np.array(
+            [bdp_bytes(int(n), cfg.prop_ns, cfg.link_gbps, cfg.payload_bytes) for n in f_plen],
+            dtype=np.int64,
+        )
+    # HPCC's window counts payload bytes in flight; the kernel counts whole packets of `mtu`
+    # bytes, so the same number of packets fits.
+    return win * cfg.mtu // cfg.payload_bytes
 
 
 def simulate(

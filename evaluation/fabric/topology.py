@@ -298,7 +298,7 @@ def build_workload(cfg: FabricConfig, fab: Fabric, rng: np.random.Generator) -> 
         f_job=sends.job,
         f_ring=sends.ring,
         f_step=step,
-        f_npk=-(-sends.msg_bytes // cfg.mtu),
+        f_npk=-(-sends.msg_bytes // cfg.payload_bytes),
         f_path=path,
         f_plen=plen,
         f_rpath=rpath,
