@@ -14,6 +14,7 @@ from evaluation.fabric.bound import link_load_bound_us
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.dcqcn import bdp_bytes
 from evaluation.fabric.topology import (
+    CustomFlows,
     Fabric,
     background_sources,
     build_fabric,
@@ -128,7 +129,7 @@ def flow_windows(cfg: FabricConfig, f_plen: np.ndarray) -> np.ndarray:
 def simulate(
     cfg: FabricConfig,
     seed: int,
-    flows: list[tuple[int, int, int, int, int]] | None = None,
+    flows: list[tuple[int, int, int, int, int]] | CustomFlows | None = None,
     ce_psn: dict[int, list[int]] | None = None,
     cc_trace_rows: int = 0,
 ) -> FabricResult:
