@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> None:
     runs: list[Run] = []
     for name in args.scenario or SCENARIOS:
         n = args.seeds
-        if not args.quick and name in ("ecmp-128", "2d-128"):
+        if not args.quick and name in ("ecmp-128", "2d-128", "table1-128"):
             n = args.seeds_128
         elif not args.quick and name in ("imbalance", "k-sweep", "chunk-sweep"):
             n = args.sweep_seeds

@@ -21,6 +21,12 @@ FabricKind = Literal["2tier", "nonblocking", "multipod"]
 MiB = 1 << 20
 POD_HOSTS = 128  # the paper: "clusters of up to 128 nodes reside within a single spine group"
 RED = QueueParams()  # the paper's K_min/K_max/P_max (model/params.py), in 1 KB packets (HPCC's)
+# HPCC's ns-3 as its mix/config.txt runs it: 1000 B of payload in 1036 B frames; ECN at 50 and
+# 100 KB of 1000 B (switch-mmu.cc ConfigEcn), which whole 1036 B packets (the kernel counts a
+# queue's bytes // MTU) come closest to at 48 and 96; BUFFER_SIZE 32 (MiB per switch).
+HPCC_MTU, HPCC_HEADER = 1036, 36
+HPCC_RED = QueueParams(k_min=48, k_max=96, p_max=0.2)
+HPCC_BUFFER_PKTS = 32 * MiB // HPCC_MTU
 
 
 @dataclass(frozen=True)

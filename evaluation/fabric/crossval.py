@@ -27,23 +27,22 @@ import argparse
 import statistics
 from dataclasses import dataclass, replace
 
-from evaluation.fabric.config import FabricConfig
+from evaluation.fabric.config import (
+    HPCC_BUFFER_PKTS,
+    HPCC_HEADER,
+    HPCC_MTU,
+    HPCC_RED,
+    FabricConfig,
+)
 from evaluation.fabric.dcqcn import HPCC_CONFIG, Dcqcn
 from evaluation.fabric.ecmp import NS3_SPORT_BASE
 from evaluation.fabric.sim import FabricResult, simulate
 from evaluation.fabric.topology import CustomFlows
-from symphony.model.params import QueueParams
 
 MiB = 1 << 20
 # HPCC's mix/config.txt without the window (variant N of the reference runs)
 HPCC_NO_WINDOW = replace(HPCC_CONFIG, name="hpcc-config-no-window", has_win=False, var_win=False)
 PROFILES: dict[str, Dcqcn] = {p.name: p for p in (HPCC_CONFIG, HPCC_NO_WINDOW)}
-
-# ns-3's ECN thresholds are 50 and 100 KB of 1000 B (switch-mmu.cc ConfigEcn), P_max 0.2; ours
-# count whole 1036 B packets (the queue's bytes // MTU), so 48 and 96 packets come closest.
-NS3_RED = QueueParams(k_min=48, k_max=96, p_max=0.2)
-# BUFFER_SIZE 32 (MiB per switch) in 1036 B packets
-NS3_BUFFER_PKTS = 32 * MiB // 1036
 
 
 @dataclass(frozen=True)
@@ -83,10 +82,10 @@ def base_config(profile: Dcqcn, hosts: int = 32, tors: int = 4, spines: int = 4)
         hosts=hosts,
         tors=tors,
         spines=spines,
-        mtu=1036,
-        header_bytes=36,
-        red=NS3_RED,
-        switch_buffer_pkts=NS3_BUFFER_PKTS,
+        mtu=HPCC_MTU,
+        header_bytes=HPCC_HEADER,
+        red=HPCC_RED,
+        switch_buffer_pkts=HPCC_BUFFER_PKTS,
         ecmp="ns3",
         dcqcn=profile,
         start_jitter_ns=0,
