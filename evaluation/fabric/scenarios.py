@@ -59,19 +59,36 @@ TABLE1 = FabricConfig(
 )
 
 
-def base_config(quick: bool, hosts: int = 32, **options: object) -> FabricConfig:
+# "table1": the paper's stack as above; "v1": the first version's defaults (1D rings, the
+# `hpcc-run-dcqcn` NIC without a window, 1024 B frames, salted ECMP), for its tables.
+PRESETS: dict[str, FabricConfig] = {"table1": TABLE1, "v1": FabricConfig(dcqcn="hpcc-run-dcqcn")}
+# The paper's multiple-1D-ring figures (Fig. 2: lockstep, ECMP, imbalance, transient background;
+# Fig. 7: two jobs) keep 1D rings under any preset; the others run the preset's collective.
+RING_SCENARIOS = ("lockstep", "ecmp", "ecmp-128", "imbalance", "transient-bg", "two-jobs")
+
+
+def base_config(
+    quick: bool, hosts: int = 32, preset: str = "table1", **options: object
+) -> FabricConfig:
     """The default of every scenario; `options` (the CLI's workload and fabric flags) override
     FabricConfig fields before the scenario derives anything from it."""
+    base = PRESETS[preset]
     if quick:
-        return replace(FabricConfig(hosts=16, chunk_bytes=64 * KB), **options)
-    return replace(FabricConfig(hosts=hosts), **options)
+        return replace(base, hosts=16, chunk_bytes=64 * KB, **options)
+    return replace(base, hosts=hosts, **options)
 
 
 def scenario_runs(
-    name: str, seeds: range, quick: bool = False, options: dict[str, object] | None = None
+    name: str,
+    seeds: range,
+    quick: bool = False,
+    options: dict[str, object] | None = None,
+    preset: str = "table1",
 ) -> list[Run]:
     opts = dict(options or {})
-    b = base_config(quick, **opts)
+    if name in RING_SCENARIOS:
+        opts = {"topology": "rings", "splits": 1, **opts}
+    b = base_config(quick, preset=preset, **opts)
     if name == "lockstep":
         cfg = replace(b, routing="static", start_jitter_ns=0)
         return [
@@ -82,17 +99,16 @@ def scenario_runs(
     if name == "ecmp":
         return _three(name, b, seeds)
     if name == "ecmp-128":
-        return _three(name, b if quick else base_config(False, **{**opts, "hosts": 128}), seeds)
+        big = base_config(False, preset=preset, **{**opts, "hosts": 128})
+        return _three(name, b if quick else big, seeds)
     if name in ("2d", "2d-128"):
         # Table 1's 2D ring: 8 x 4 at 32 nodes, 32 x 4 at 128 (dim 0 inside a ToR).
         hosts = 128 if name == "2d-128" and not quick else b.hosts
-        return _three(name, base_config(quick, **{**opts, "topology": "2d", "hosts": hosts}), seeds)
+        cfg = base_config(quick, preset=preset, **{**opts, "topology": "2d", "hosts": hosts})
+        return _three(name, cfg, seeds)
     if name in ("table1", "table1-128"):
         hosts = 128 if name == "table1-128" and not quick else b.hosts
-        cfg = replace(TABLE1, hosts=hosts, **opts)
-        if quick:
-            cfg = replace(cfg, hosts=16, chunk_bytes=64 * KB)
-        return _three(name, cfg, seeds)
+        return _three(name, base_config(quick, preset="table1", **{**opts, "hosts": hosts}), seeds)
     if name == "imbalance":
         out = []
         for x in IMBALANCES[:2] if quick else IMBALANCES:
