@@ -255,6 +255,13 @@ def _choosers(
     return data, ack
 
 
+def _route_arrays(nf: int) -> tuple[np.ndarray, ...]:
+    """Per flow, empty: data path, ACK path (MAX_HOPS egress ports each), their lengths, and
+    the flow's (slot, signature) in the switches' flow table."""
+    paths = [np.full((nf, MAX_HOPS), -1, dtype=np.int64) for _ in range(2)]
+    return (*paths, *(np.zeros(nf, dtype=np.int64) for _ in range(4)))
+
+
 def build_workload(cfg: FabricConfig, fab: Fabric, rng: np.random.Generator) -> Workload:
     """The collective's sends (`collectives.build_sends`) as flows: paths, QPs, start times.
     Random draws per run: the salt (drawn in every ECMP mode, so that the other draws match),
@@ -269,12 +276,7 @@ def build_workload(cfg: FabricConfig, fab: Fabric, rng: np.random.Generator) -> 
     ns3_sport = (NS3_SPORT_BASE + sends.pair_seq) & 0xFFFF
     sport = ns3_sport if cfg.ecmp == "ns3" else step.copy()
     data_path, ack_path = _choosers(cfg, fab, salt)
-    path = np.full((nf, MAX_HOPS), -1, dtype=np.int64)
-    rpath = np.full((nf, MAX_HOPS), -1, dtype=np.int64)
-    plen = np.zeros(nf, dtype=np.int64)
-    rplen = np.zeros(nf, dtype=np.int64)
-    slot = np.zeros(nf, dtype=np.int64)
-    sig = np.zeros(nf, dtype=np.int64)
+    path, rpath, plen, rplen, slot, sig = _route_arrays(nf)
     psn0 = np.zeros(nf, dtype=np.int64)
     start = np.full(nf, -1, dtype=np.int64)
     for f in range(nf):
@@ -355,12 +357,7 @@ def custom_workload(
     and the ns-3 cross-validation (`crossval.py`) use it."""
     spec = flows if isinstance(flows, CustomFlows) else CustomFlows(flows)
     nf = len(spec.flows)
-    path = np.full((nf, MAX_HOPS), -1, dtype=np.int64)
-    rpath = np.full((nf, MAX_HOPS), -1, dtype=np.int64)
-    plen = np.zeros(nf, dtype=np.int64)
-    rplen = np.zeros(nf, dtype=np.int64)
-    slot = np.zeros(nf, dtype=np.int64)
-    sig = np.zeros(nf, dtype=np.int64)
+    path, rpath, plen, rplen, slot, sig = _route_arrays(nf)
     for f, (a, b, u, _, _) in enumerate(spec.flows):
         if spec.sports is None:
             hops = fab.route(a, b, lambda sw, n, u=u: u % n)
