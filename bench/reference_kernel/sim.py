@@ -1,0 +1,296 @@
+"""The reference for bench/fabric_speed.py: `evaluation/fabric/sim.py` at git revision 113030d
+(before issue 22's speed work), running `kernel.py` beside it, that revision's event loop. Only
+this docstring and the kernel's import differ from the original."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bench.reference_kernel import kernel as kn
+from evaluation.fabric import symphony_kernel as sk
+from evaluation.fabric.bound import link_load_bound_us
+from evaluation.fabric.config import FabricConfig
+from evaluation.fabric.dcqcn import bdp_bytes
+from evaluation.fabric.topology import (
+    Fabric,
+    background_sources,
+    build_fabric,
+    build_workload,
+    custom_workload,
+)
+from symphony.model import arithmetic as ar
+from symphony.model.tables import queue_mark_threshold
+
+TICK_NS = 1  # the switch timestamp unit the kernel passes to the golden algorithm (Tofino's)
+PS = 1_000_000  # ps per us
+
+
+@dataclass
+class FabricResult:
+    seed: int
+    cct_us: list[float]  # per job, from its first flow's start to its last flow's delivery
+    max_overlap: list[int]  # per job, the most distinct steps in flight at once
+    mean_overlap: list[float]  # per job, time-average of the sampled overlap while it ran
+    overlap_series: np.ndarray  # [job, sample]
+    rx_gbps_series: np.ndarray  # [job, sample] goodput per sample interval
+    sample_us: float
+    step_span_us: np.ndarray  # [job, step] last minus first delivery of the step's flows
+    stats: dict[str, int]
+    wall_s: float
+    lockstep_us: float
+    bound_us: float = 0.0  # link-load lower bound of this run's paths (`bound.py`)
+    flow_done_us: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
+    flow_begin_us: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
+    cc_trace: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 8)))
+
+    @property
+    def cct_max_us(self) -> float:
+        return max(self.cct_us)
+
+
+STAT_NAMES = {
+    "events": kn.S_EVENTS,
+    "sent": kn.S_SENT,
+    "delivered": kn.S_DELIVERED,
+    "out_of_order": kn.S_OOO,
+    "duplicate": kn.S_DUP,
+    "dropped": kn.S_DROPPED,
+    "bg_sent": kn.S_BG_SENT,
+    "bg_done": kn.S_BG_DONE,
+    "bg_dropped": kn.S_BG_DROPPED,
+    "symphony_marks": kn.S_SYM_MARKS,
+    "queue_marks": kn.S_QUEUE_MARKS,
+    "cnps": kn.S_CNPS,  # ACKs and NACKs that carry the CNP flag
+    "nacks": kn.S_NACKS,
+    "rtos": kn.S_RTOS,
+    "acks": kn.S_ACKS,
+    "acks_received": kn.S_CTRL_DONE,
+    "acks_dropped": kn.S_CTRL_DROPPED,
+    "acks_left_in_flight": kn.S_CTRL_LEFT,
+    "rate_cuts": kn.S_CUTS,
+    "marks_not_outpacing": kn.S_MARKS_NOT_OUTPACING,
+    "switch_hops": kn.S_HOPS,
+    "error": kn.S_ERROR,
+    "ce_delivered": kn.S_CE_DELIVERED,
+    "max_queue": kn.S_MAX_QUEUE,
+    "left_in_flight": kn.S_LEFT,
+    "bg_left_in_flight": kn.S_BG_LEFT,
+    "pfc_pauses": kn.S_PAUSES,
+    "max_switch_buffer": kn.S_MAX_SW_USED,
+    "pfc_headroom_used": kn.S_HDRM_MAX,
+    "pfc_paused_ps": kn.S_PAUSED_PS,
+}
+
+
+def queue_thresholds(cfg: FabricConfig) -> np.ndarray:
+    """The golden model's RED ramp per queue depth (in MTU packets), up to always-mark."""
+    return np.array(
+        [queue_mark_threshold(d, cfg.red) for d in range(cfg.red.k_max + 2)], dtype=np.int64
+    )
+
+
+def pfc_free_buffer(cfg: FabricConfig, fab: Fabric) -> np.ndarray:
+    """Per switch, the shared buffer minus the headroom reserved for every ingress queue (HPCC:
+    buffer - total headroom; its dynamic XOFF threshold is (this - used) >> pfc_shift). A
+    switch has one ingress port per egress port it owns (links are full duplex)."""
+    classes = 2 if cfg.mode == "pq" else 1
+    owned = fab.port_switch[fab.port_switch >= 0]
+    n_in = np.bincount(owned, minlength=fab.n_switches).astype(np.int64)
+    return cfg.switch_buffer_pkts - n_in * classes * cfg.headroom_pkts
+
+
+def flow_windows(cfg: FabricConfig, f_plen: np.ndarray) -> np.ndarray:
+    """Per flow, HPCC's window in bytes (0: none): with GLOBAL_T the largest BDP of any host
+    pair (the longest path: across the core, the spine, or the longest the workload has),
+    else the BDP of the flow's own path; every hop at the host links' rate (imbalance and
+    faster uplinks are not counted)."""
+    d = cfg.cc
+    if not d.has_win:
+        return np.zeros_like(f_plen)
+    if d.global_t:
+        widest = 6 if cfg.n_pods > 1 else 4 if cfg.n_tors > 1 else 2
+        longest = max(widest, int(f_plen.max(initial=0)))
+        return np.full_like(f_plen, bdp_bytes(longest, cfg.prop_ns, cfg.link_gbps, cfg.mtu))
+    return np.array(
+        [bdp_bytes(int(n), cfg.prop_ns, cfg.link_gbps, cfg.mtu) for n in f_plen], dtype=np.int64
+    )
+
+
+def simulate(
+    cfg: FabricConfig,
+    seed: int,
+    flows: list[tuple[int, int, int, int, int]] | None = None,
+    ce_psn: dict[int, list[int]] | None = None,
+    cc_trace_rows: int = 0,
+) -> FabricResult:
+    """One run. `flows` replaces the ring workload by independent flows
+    (`topology.custom_workload`). For tests: `ce_psn` {flow: PSN indices} are CE-marked by
+    the sender's NIC; `cc_trace_rows` > 0 records the senders' DCQCN events
+    (`FabricResult.cc_trace`, columns as `kernel.TR_*` say)."""
+    cfg.validate()
+    rng = np.random.default_rng(seed)
+    fab = build_fabric(cfg)
+    wl = build_workload(cfg, fab, rng) if flows is None else custom_workload(cfg, fab, flows)
+    bg = background_sources(cfg, fab, rng)
+    nf = wl.f_src.shape[0]
+    mode = {"baseline": kn.MODE_BASELINE, "symphony": kn.MODE_SYMPHONY, "pq": kn.MODE_PQ}[cfg.mode]
+
+    prm = np.zeros((wl.n_jobs + 1, sk.P_FIELDS), dtype=np.int64)
+    params = cfg.symphony if cfg.mode == "symphony" else cfg.symphony.merged({"k": 0.0})
+    for j in range(1, wl.n_jobs + 1):
+        prm[j] = sk.action_row(params.to_action_params(TICK_NS))
+    js = np.zeros((fab.n_switches, wl.n_jobs + 1, sk.JS_FIELDS), dtype=np.int64)
+    js[:, :, sk.JS_ALPHA] = 1
+
+    bound = cfg.lockstep_bound_us()
+    link_bound = link_load_bound_us(fab, wl)
+    max_samples = int(cfg.max_ms * 1000 / cfg.sample_us) + 2
+    max_samples = min(max_samples, int(max(bound, link_bound) * 6 / cfg.sample_us) + 1000)
+    ov = np.zeros((wl.n_jobs + 1, max_samples), dtype=np.int64)
+    rx = np.zeros((wl.n_jobs + 1, max_samples), dtype=np.int64)
+    f_done = np.full(nf, -1, dtype=np.int64)
+    f_begin = np.full(nf, -1, dtype=np.int64)
+    job_end = np.full(wl.n_jobs + 1, -1, dtype=np.int64)
+    job_maxov = np.zeros(wl.n_jobs + 1, dtype=np.int64)
+    stats = np.zeros(kn.S_FIELDS, dtype=np.int64)
+    d = cfg.cc
+    # data packets, plus their ACKs (counted in bytes by the buffers, so many more can wait)
+    if cfg.pfc:
+        pool = 2 * fab.n_switches * cfg.switch_buffer_pkts + 64 * cfg.hosts + 4096
+    else:
+        pool = fab.n_ports * cfg.buffer_pkts + 64 * cfg.hosts + 4096
+    pool += 2 * nf
+    sw_free0 = pfc_free_buffer(cfg, fab)
+    log_tab, alpha_tab, thr_tab = _tables()
+    width = max((len(v) for v in (ce_psn or {}).values()), default=0)
+    f_ce_psn = np.full((nf, width), -1, dtype=np.int64)
+    for f, psns in (ce_psn or {}).items():
+        f_ce_psn[f, : len(psns)] = psns
+    cc_trace = np.zeros((cc_trace_rows, 8))
+
+    t0 = time.perf_counter()
+    n_samples = kn.run(
+        seed,
+        mode,
+        fab.port_ser_ps,
+        fab.port_switch,
+        cfg.prop_ns * 1000,
+        cfg.buffer_pkts,
+        queue_thresholds(cfg),
+        int(cfg.pfc),
+        cfg.switch_buffer_pkts,
+        sw_free0,
+        cfg.pfc_shift,
+        cfg.pfc_resume_pkts,
+        wl.f_src,
+        wl.f_dst,
+        wl.f_job,
+        wl.f_step,
+        wl.f_npk,
+        wl.f_path,
+        wl.f_plen,
+        wl.f_slot,
+        wl.f_sig,
+        wl.f_psn0,
+        wl.dag.succ_ptr,
+        wl.dag.succ_idx,
+        wl.dag.npred,
+        wl.f_rpath,
+        wl.f_rplen,
+        wl.f_start_ps,
+        cfg.hosts,
+        wl.n_jobs,
+        wl.n_steps,
+        prm,
+        fab.n_switches,
+        round(cfg.late_start_us * PS),
+        log_tab,
+        alpha_tab,
+        thr_tab,
+        cfg.link_gbps,
+        cfg.mtu,
+        d.g,
+        round(d.t_alpha_us * PS),
+        round(d.t_dec_us * PS),
+        round(d.t_inc_us * PS),
+        d.fast_recovery,
+        d.ai_gbps,
+        d.hai_gbps,
+        d.min_gbps,
+        d.clamp_target_rate,
+        d.rate_on_first_cnp,
+        flow_windows(cfg, wl.f_plen),
+        d.var_win,
+        d.ack_bytes,
+        d.ack_queue == "control",
+        d.ack_high_prio,
+        round(d.nack_interval_us * PS),
+        round(d.cnp_interval_us * PS),
+        0 if cfg.pfc else round(cfg.rto_us * PS),  # HPCC has no timeout; lossy mode needs one
+        f_ce_psn,
+        *bg,
+        round(cfg.sample_us * PS),
+        max_samples,
+        round(cfg.max_ms * 1000 * PS),
+        pool,
+        f_done,
+        f_begin,
+        job_end,
+        ov,
+        rx,
+        job_maxov,
+        stats,
+        js,
+        cc_trace,
+    )
+    wall = time.perf_counter() - t0
+    st = {name: int(stats[i]) for name, i in STAT_NAMES.items()}
+    st["end_ps"] = int(stats[kn.S_END_PS])
+
+    cct, mean_ov = [], []
+    spans = np.zeros((wl.n_jobs, wl.n_steps))
+    for j in range(1, wl.n_jobs + 1):
+        sel = wl.f_job == j
+        start = wl.f_start_ps[sel & (wl.f_start_ps >= 0)].min()
+        end = job_end[j] if job_end[j] >= 0 else st["end_ps"]
+        cct.append((end - start) / PS)
+        first, last = int(start // (cfg.sample_us * PS)), int(end // (cfg.sample_us * PS))
+        seg = ov[j, first : min(last + 1, n_samples)]
+        mean_ov.append(float(seg.mean()) if seg.size else 0.0)
+        for s in range(wl.n_steps):
+            done = f_done[sel & (wl.f_step == s)]
+            spans[j - 1, s] = (done.max() - done.min()) / PS if (done >= 0).all() else np.nan
+    pkt_bits = cfg.mtu * 8
+    return FabricResult(
+        seed=seed,
+        cct_us=cct,
+        max_overlap=[int(v) for v in job_maxov[1:]],
+        mean_overlap=mean_ov,
+        overlap_series=ov[1:, :n_samples].copy(),
+        rx_gbps_series=rx[1:, :n_samples] * pkt_bits / (cfg.sample_us * 1000),
+        sample_us=cfg.sample_us,
+        step_span_us=spans,
+        stats=st,
+        wall_s=wall,
+        lockstep_us=bound,
+        bound_us=link_bound,
+        flow_done_us=f_done / PS,
+        flow_begin_us=f_begin / PS,
+        cc_trace=cc_trace[: stats[kn.S_TRACE_N]].copy(),
+    )
+
+
+_TABLES: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+
+def _tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    global _TABLES
+    if _TABLES is None:
+        _TABLES = sk.golden_tables()
+    return _TABLES
+
+
+assert ar.COIN_RANGE == sk.COIN_RANGE
