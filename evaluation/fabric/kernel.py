@@ -24,6 +24,8 @@ import numpy as np
 from numba import njit
 
 from evaluation.fabric import symphony_kernel as sk
+from evaluation.fabric.kernel_io import Background, Flows, Limits, Nic, Outputs, Symphony, Topology
+from evaluation.fabric.kernel_state import INF, State
 
 EV_QP_READY, EV_NIC_TXDONE, EV_ARRIVE, EV_PORT_TXDONE, EV_DEC = range(5)
 EV_RPT, EV_RTO, EV_SAMPLE, EV_START, EV_BG, EV_PFC = range(5, 11)
@@ -47,10 +49,10 @@ WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY = 6, 7, 8, 10
 MODE_BASELINE, MODE_SYMPHONY, MODE_PQ = 0, 1, 2
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _push(ht, hd, hn, t, d):
     i = hn[0]
-    if i >= ht.shape[0]:
+    if i >= ht.shape[0] - 1:  # the last slot stays INF
         return False
     hn[0] = i + 1
     while i > 0:
@@ -65,33 +67,42 @@ def _push(ht, hd, hn, t, d):
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _pop(ht, hd, hn):
+    """The root, then the last entry t sifted down from the root. Floyd's order of work: the
+    hole goes down to a leaf along the smaller children (no comparison with t, the child picked
+    without a branch, INF past the end standing for a missing child), then t rises while its
+    parent is >= t. That leaves every entry exactly where the textbook sift-down (stop at the
+    first child >= t) leaves it, so equal times pop in the same order as before."""
     t0 = ht[0]
     d0 = hd[0]
     n = hn[0] - 1
     hn[0] = n
+    t = ht[n]
+    d = hd[n]
+    ht[n] = INF
     if n > 0:
-        t = ht[n]
-        d = hd[n]
         i = 0
-        while True:
-            c = 2 * i + 1
-            if c >= n:
-                break
-            if c + 1 < n and ht[c + 1] < ht[c]:
-                c += 1
-            if ht[c] >= t:
-                break
+        c = 1
+        while c < n:
+            c += ht[c + 1] < ht[c]
             ht[i] = ht[c]
             hd[i] = hd[c]
             i = c
+            c = 2 * i + 1
+        while i > 0:
+            p = (i - 1) >> 1
+            if ht[p] < t:
+                break
+            ht[i] = ht[p]
+            hd[i] = hd[p]
+            i = p
         ht[i] = t
         hd[i] = d
     return t0, d0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _enq(head, tail, qlen, nxt, a, c, pk):
     nxt[pk] = -1
     if qlen[a, c] == 0:
@@ -102,7 +113,7 @@ def _enq(head, tail, qlen, nxt, a, c, pk):
     qlen[a, c] += 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _deq(head, qlen, nxt, a, c):
     pk = head[a, c]
     head[a, c] = nxt[pk]
@@ -110,7 +121,7 @@ def _deq(head, qlen, nxt, a, c):
     return pk
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _win_bound(win, var_win, rc, line_gbps, in_flight_bytes):
     """RdmaQueuePair::IsWinBound with GetWin: no window (0), or in-flight bytes >= the window,
     scaled by rate / line rate under VAR_WIN (at least 1 byte)."""
@@ -124,7 +135,7 @@ def _win_bound(win, var_win, rc, line_gbps, in_flight_bytes):
     return in_flight_bytes >= w
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _alpha_ticks(alpha, alpha_next, alpha_flag, f, now, t_alpha, g):
     """UpdateAlphaMlx, free-running every t_alpha from the first CNP on, evaluated lazily: run
     the ticks due by `now`. The first one sees the CNP flag of its window, the rest decay."""
@@ -140,7 +151,7 @@ def _alpha_ticks(alpha, alpha_next, alpha_flag, f, now, t_alpha, g):
         alpha[f] *= (1.0 - g) ** k
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _trace(tr, stats, now, f, code, rc, rt, alpha, stage, fly_max):
     n = stats[S_TRACE_N]
     if n < tr.shape[0]:
@@ -156,189 +167,87 @@ def _trace(tr, stats, now, f, code, rc, rt, alpha, stage, fly_max):
         stats[S_TRACE_N] = n + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def run(
-    seed,
-    mode,
-    # topology
-    port_ser,
-    port_switch,
-    prop_ps,
-    buffer_pkts,
-    qthr,
-    # PFC (pfc = 0: per-port drop-tail at buffer_pkts; 1: shared switch buffer, PFC)
-    pfc,
-    sw_buf,
-    sw_free0,
-    pfc_shift,
-    resume_pkts,
-    # flows
-    f_src,
-    f_dst,
-    f_job,
-    f_step,
-    f_npk,
-    f_path,
-    f_plen,
-    f_slot,
-    f_sig,
-    f_psn0,
-    succ_ptr,
-    succ_idx,
-    f_npred,
-    f_rpath,
-    f_rplen,
-    f_start,
-    n_hosts,
-    n_jobs,
-    n_steps,
-    # symphony
-    prm,
-    n_switches,
-    late_start_ps,
-    log_tab,
-    alpha_tab,
-    thr_tab,
-    # NIC and DCQCN, rdma-hw.cc CC_MODE 1 (rates in Gb/s, times in ps, sizes in bytes)
-    line_gbps,
-    mtu,
-    g,
-    t_alpha,
-    t_dec,
-    t_inc,
-    fast_recovery,
-    ai,
-    hai,
-    min_rate,
-    clamp_tgt,
-    rate_first_cnp,
-    f_win,
-    var_win,
-    ack_bytes,
-    ack_ctrl,
-    ack_hi_nic,
-    nack_ps,
-    cnp_int_ps,
-    rto_ps,
-    f_ce_psn,  # tests: [flow, k] PSN indices the sender's NIC marks CE (-1: none)
-    # background
-    bg_port,
-    bg_t0,
-    bg_t1,
-    bg_gap,
-    # sampling, limits
-    sample_ps,
-    max_samples,
-    max_ps,
-    pool_size,
-    # outputs
-    f_done,
-    f_begin,
-    job_end,
-    ov_series,
-    rx_series,
-    job_maxov,
-    stats,
-    js,
-    cc_trace,  # tests: [row, 8] the senders' DCQCN events (0 rows: off)
-):
+    seed: int,
+    mode: int,
+    topo: Topology,
+    flows: Flows,
+    sym: Symphony,
+    nic: Nic,
+    bg: Background,
+    lim: Limits,
+    out: Outputs,
+    st: State,
+) -> int:
+    """One run; returns the number of samples written. `st` must be fresh from
+    `kernel_state.new_state` (the kernel allocates nothing: numba's runtime is off)."""
     np.random.seed(seed)
+    # the groups' fields as the locals the loop below reads (free without the runtime)
+    port_ser, port_switch, prop_ps = topo.port_ser, topo.port_switch, topo.prop_ps
+    buffer_pkts, qthr, pfc = topo.buffer_pkts, topo.qthr, topo.pfc
+    sw_buf, pfc_shift = topo.sw_buf, topo.pfc_shift
+    resume_pkts, n_hosts = topo.resume_pkts, topo.n_hosts
+    f_src, f_job, f_step, f_npk = flows.src, flows.job, flows.step, flows.npk
+    f_path, f_plen, f_slot, f_sig, f_psn0 = (
+        flows.path,
+        flows.plen,
+        flows.slot,
+        flows.sig,
+        flows.psn0,
+    )
+    succ_ptr, succ_idx = flows.succ_ptr, flows.succ_idx
+    f_rpath, f_rplen, f_start = flows.rpath, flows.rplen, flows.start
+    f_win, f_ce_psn, n_jobs = flows.win, flows.ce_psn, flows.n_jobs
+    prm, late_start_ps = sym.prm, sym.late_start_ps
+    log_tab, alpha_tab, thr_tab = sym.log_tab, sym.alpha_tab, sym.thr_tab
+    line_gbps, mtu, g = nic.line_gbps, nic.mtu, nic.g
+    t_alpha, t_dec, t_inc = nic.t_alpha, nic.t_dec, nic.t_inc
+    fast_recovery, ai, hai, min_rate = nic.fast_recovery, nic.ai, nic.hai, nic.min_rate
+    clamp_tgt, rate_first_cnp, var_win = nic.clamp_tgt, nic.rate_first_cnp, nic.var_win
+    ack_bytes, ack_ctrl, ack_hi_nic = nic.ack_bytes, nic.ack_ctrl, nic.ack_hi_nic
+    nack_ps, cnp_int_ps, rto_ps = nic.nack_ps, nic.cnp_int_ps, nic.rto_ps
+    bg_port, bg_t0, bg_t1, bg_gap = bg.port, bg.t0, bg.t1, bg.gap
+    sample_ps, max_samples, max_ps = lim.sample_ps, lim.max_samples, lim.max_ps
+    pool_size = lim.pool_size
+    f_done, f_begin, job_end = out.f_done, out.f_begin, out.job_end
+    ov_series, rx_series, job_maxov = out.ov_series, out.rx_series, out.job_maxov
+    stats, js, cc_trace = out.stats, out.js, out.cc_trace
+    flows_tab, ht, hd, hn = st.flows_tab, st.ht, st.hd, st.hn
+    pk_flow, pk_kind, pk_idx, pk_hop = st.pk_flow, st.pk_kind, st.pk_idx, st.pk_hop
+    pk_ce, pk_prio, pk_in, pk_next = st.pk_ce, st.pk_prio, st.pk_in, st.pk_next
+    free, in_use, ack_ser = st.free, st.in_use, st.ack_ser
+    q_head, q_tail, q_len, q_bytes = st.q_head, st.q_tail, st.q_len, st.q_bytes
+    busy, pending, sw_used, ing = st.busy, st.pending, st.sw_used, st.ing
+    xoff, after_xoff, paused, paused_since = st.xoff, st.after_xoff, st.paused, st.paused_since
+    a_head, a_tail, a_len = st.a_head, st.a_tail, st.a_len
+    rq_buf, rq_head, rq_len = st.rq_buf, st.rq_head, st.rq_len
+    snd_next, snd_una, snd_sched = st.snd_next, st.snd_una, st.snd_sched
+    next_avail, qp_done, rto_mark, rto_armed = st.next_avail, st.qp_done, st.rto_mark, st.rto_armed
+    rc, rt, alpha, alpha_next, alpha_flag = st.rc, st.rt, st.alpha, st.alpha_next, st.alpha_flag
+    dec_flag, dec_next, dec_pending = st.dec_flag, st.dec_next, st.dec_pending
+    stage, next_inc, rpt_evt, f_cls, fly_max = (
+        st.stage,
+        st.next_inc,
+        st.rpt_evt,
+        st.f_cls,
+        st.fly_max,
+    )
+    rcv_exp, nack_last, nack_timer, last_cnp = st.rcv_exp, st.nack_last, st.nack_timer, st.last_cnp
+    wait, active, distinct, left, rx_acc = st.wait, st.active, st.distinct, st.left, st.rx_acc
+
     nf = f_src.shape[0]
-    n_ports = port_ser.shape[0]
-    flows_tab = np.zeros((n_switches, 65536), dtype=np.int64)
     mtu_bits = float(mtu * 8)
-
-    # event heap
-    heap_cap = pool_size + 8 * nf + 12 * n_ports + bg_port.shape[0] + 1024
-    ht = np.empty(heap_cap, dtype=np.int64)
-    hd = np.empty(heap_cap, dtype=np.int64)
-    hn = np.zeros(1, dtype=np.int64)
-
-    # packet pool: data (kind 0, flow -1 for background), ACK (1), NACK (2)
-    pk_flow = np.empty(pool_size, dtype=np.int64)
-    pk_kind = np.zeros(pool_size, dtype=np.int64)
-    pk_idx = np.empty(pool_size, dtype=np.int64)  # data: PSN index; ACK/NACK: next expected
-    pk_hop = np.empty(pool_size, dtype=np.int64)
-    pk_ce = np.empty(pool_size, dtype=np.int64)  # data: CE; ACK/NACK: the CNP flag
-    pk_prio = np.empty(pool_size, dtype=np.int64)
-    pk_in = np.empty(pool_size, dtype=np.int64)  # ingress link (upstream egress port), -1 none
-    pk_next = np.empty(pool_size, dtype=np.int64)  # FIFO link
-    free = np.arange(pool_size - 1, -1, -1).astype(np.int64)
     nfree = pool_size
-
-    # ports: FIFOs (linked through pk_next) per class, in bytes for RED and PFC: 0 and 1 data
-    # (1 only in PQ mode, 0 served first), 2 control (ACKs with ack_ctrl: served first, never
-    # paused, not in the PFC accounting, as HPCC's switch queue 0)
-    ack_ser = port_ser * ack_bytes // mtu
-    q_head = np.full((n_ports, 3), -1, dtype=np.int64)
-    q_tail = np.full((n_ports, 3), -1, dtype=np.int64)
-    q_len = np.zeros((n_ports, 3), dtype=np.int64)
-    q_bytes = np.zeros((n_ports, 3), dtype=np.int64)
-    busy = np.zeros(n_ports, dtype=np.int64)
-    pending = np.zeros(n_ports, dtype=np.int64)
+    rq_cap = rq_buf.shape[1]
     port_cap = buffer_pkts * mtu
-    # PFC, in bytes: per switch, bytes held; per link (= upstream egress port) and priority,
-    # bytes held at the downstream switch, whether we sent XOFF, whether the upstream is paused
     sw_cap = sw_buf * mtu
-    sw_free = sw_free0 * mtu
+    sw_free = st.sw_free
     resume_b = resume_pkts * mtu
-    sw_used = np.zeros(n_switches, dtype=np.int64)
-    ing = np.zeros((n_ports, 2), dtype=np.int64)
-    xoff = np.zeros((n_ports, 2), dtype=np.int64)
-    after_xoff = np.zeros((n_ports, 2), dtype=np.int64)
-    paused = np.zeros((n_ports, 2), dtype=np.int64)
-    paused_since = np.zeros(n_ports, dtype=np.int64)
     max_sw_b = 0
     hdrm_b = 0
-
-    # NICs: the ACK queue (served first) and a FIFO of flows whose pacing timer has fired
-    a_head = np.full((n_hosts, 1), -1, dtype=np.int64)
-    a_tail = np.full((n_hosts, 1), -1, dtype=np.int64)
-    a_len = np.zeros((n_hosts, 1), dtype=np.int64)
-    per_host = np.zeros(n_hosts, dtype=np.int64)
-    for f in range(nf):
-        per_host[f_src[f]] += 1
-    rq_cap = per_host.max() + 2  # a host's flows can all be ready at once
-    rq_buf = np.empty((n_hosts, rq_cap), dtype=np.int64)
-    rq_head = np.zeros(n_hosts, dtype=np.int64)
-    rq_len = np.zeros(n_hosts, dtype=np.int64)
-
-    # senders (RdmaQueuePair): go-back-N state, pacing, DCQCN (mlx) state
-    snd_next = np.zeros(nf, dtype=np.int64)
-    snd_una = np.zeros(nf, dtype=np.int64)
-    snd_sched = np.zeros(nf, dtype=np.int64)  # a QP_READY is pending or the flow is ready
-    next_avail = np.zeros(nf, dtype=np.int64)  # m_nextAvail
-    qp_done = np.zeros(nf, dtype=np.int64)  # all ACKed: QpComplete cancelled the timers
-    rto_mark = np.full(nf, -1, dtype=np.int64)
-    rto_armed = np.zeros(nf, dtype=np.int64)
-    rc = np.full(nf, line_gbps)  # m_rate
-    rt = np.full(nf, line_gbps)  # m_targetRate
-    alpha = np.ones(nf)
-    alpha_next = np.full(nf, -1, dtype=np.int64)  # next UpdateAlphaMlx; -1: before the 1st CNP
-    alpha_flag = np.zeros(nf, dtype=np.int64)  # m_alpha_cnp_arrived
-    dec_flag = np.zeros(nf, dtype=np.int64)  # m_decrease_cnp_arrived
-    dec_next = np.full(nf, -1, dtype=np.int64)  # the CheckRateDecreaseMlx grid
-    dec_pending = np.zeros(nf, dtype=np.int64)
-    stage = np.zeros(nf, dtype=np.int64)  # m_rpTimeStage
-    next_inc = np.full(nf, -1, dtype=np.int64)  # RP timer; -1: not running
-    rpt_evt = np.full(nf, -1, dtype=np.int64)  # time of its pending event (at most one)
-    f_cls = np.zeros(nf, dtype=np.int64)  # PQ: the flow's class, fixed at its start
-    fly_max = np.zeros(nf, dtype=np.int64)  # for cc_trace
     tracing = cc_trace.shape[0] > 0
     forced_ce = f_ce_psn.shape[1] > 0
-    # receivers (RdmaRxQueuePair)
-    rcv_exp = np.zeros(nf, dtype=np.int64)
-    nack_last = np.full(nf, -1, dtype=np.int64)
-    nack_timer = np.zeros(nf, dtype=np.int64)
-    last_cnp = np.full(nf, -(1 << 60), dtype=np.int64)
-
-    wait = f_npred.copy()  # predecessors not yet delivered
-
-    # jobs
-    active = np.zeros((n_jobs + 1, n_steps), dtype=np.int64)
-    distinct = np.zeros(n_jobs + 1, dtype=np.int64)
-    left = np.zeros(n_jobs + 1, dtype=np.int64)
-    rx_acc = np.zeros(n_jobs + 1, dtype=np.int64)
     for f in range(nf):
         left[f_job[f]] += 1
     jobs_left = 0
@@ -901,7 +810,6 @@ def run(
     stats[S_HDRM_MAX] = (hdrm_b + mtu - 1) // mtu
     # packets still queued or on a wire when the last job finished (late duplicates, ACKs of
     # the last packets, background)
-    in_use = np.ones(pool_size, dtype=np.bool_)
     for i in range(nfree):
         in_use[free[i]] = False
     for i in range(pool_size):
