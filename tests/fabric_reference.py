@@ -20,9 +20,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evaluation.fabric.__main__ import FIELDS, row
 from evaluation.fabric.config import Background, FabricConfig
 from evaluation.fabric.dcqcn import HPCC_RUN_DCQCN
+from evaluation.fabric.rows import FIELDS, row
 from evaluation.fabric.scenarios import Run
 from evaluation.fabric.sim import FabricResult, simulate
 
