@@ -59,11 +59,11 @@ U1 = np.uint64(1)
 
 
 @njit(cache=True, _nrt=False)
-def _push(ht, hd, hn, t, d):
-    i = np.uint64(hn[0])
-    if i >= np.uint64(ht.shape[0] - 1):
-        return False
-    hn[0] = np.int64(i + U1)
+def _push(ht, hd, n, t, d):
+    """The heap's new size, or -1 (then and after) once it is full."""
+    if n < 0 or n >= hd.shape[0] - 1:
+        return -1
+    i = np.uint64(n)
     while i > U0:
         parent = (i - U1) >> U1
         if ht[parent] <= t:
@@ -73,32 +73,42 @@ def _push(ht, hd, hn, t, d):
         i = parent
     ht[i] = t
     hd[i] = d
-    return True
+    return n + 1
 
 
 @njit(cache=True, _nrt=False)
-def _pop(ht, hd, hn):
-    """The root, then the last entry t sifted down from the root. Floyd's order of work: the
-    hole goes down to a leaf along the smaller children (no comparison with t, the child picked
-    without a branch, INF past the end standing for a missing child), then t rises while its
-    parent is >= t. That leaves every entry exactly where the textbook sift-down (stop at the
-    first child >= t) leaves it, so equal times pop in the same order as before: the order of
-    simultaneous events is the heap's, and the recorded runs depend on it."""
+def _pop(ht, hd, size):
+    """(time, payload, new size): the root, then the last entry t sifted down from the root.
+    Floyd's order of work: the hole goes down to a leaf along the smaller children (no
+    comparison with t; the child picked without a branch; INF past the end standing for a
+    missing child; the four grandchildren read a level ahead, so a level waits for a compare,
+    not for a load), then t rises while its parent is >= t. That leaves every entry exactly
+    where the textbook sift-down (stop at the first child >= t) leaves it, so simultaneous
+    events pop in the same order as before: the recorded runs depend on that order."""
     t0 = ht[0]
     d0 = hd[0]
-    n = np.uint64(hn[0] - 1)
-    hn[0] = np.int64(n)
+    n = np.uint64(size - 1)
     t = ht[n]
     d = hd[n]
     ht[n] = INF
     if n > U0:
         i = U0
         c = U1
+        a = ht[1]
+        b = ht[2]
         while c < n:
-            c += np.uint64(ht[c + U1] < ht[c])
-            ht[i] = ht[c]
+            g = c + c + U1
+            g0 = ht[g]
+            g1 = ht[g + U1]
+            g2 = ht[g + np.uint64(2)]
+            g3 = ht[g + np.uint64(3)]
+            sel = b < a
+            c += np.uint64(sel)
+            ht[i] = b if sel else a
             hd[i] = hd[c]
             i = c
+            a = g2 if sel else g0
+            b = g3 if sel else g1
             c = i + i + U1
         while i > U0:
             p = (i - U1) >> U1
@@ -109,7 +119,7 @@ def _pop(ht, hd, hn):
             i = p
         ht[i] = t
         hd[i] = d
-    return t0, d0
+    return t0, d0, size - 1
 
 
 @njit(cache=True, _nrt=False)
@@ -223,7 +233,8 @@ def run(
     f_done, f_begin, job_end = out.f_done, out.f_begin, out.job_end
     ov_series, rx_series, job_maxov = out.ov_series, out.rx_series, out.job_maxov
     stats, js, cc_trace = out.stats, out.js, out.cc_trace
-    flows_tab, ht, hd, hn = st.flows_tab, st.ht, st.hd, st.hn
+    flows_tab, ht, hd = st.flows_tab, st.ht, st.hd
+    hn = 0  # the heap's size; -1 once it overflowed
     pk_flow, pk_kind, pk_idx, pk_hop = st.pk_flow, st.pk_kind, st.pk_idx, st.pk_hop
     pk_ce, pk_prio, pk_in, pk_next = st.pk_ce, st.pk_prio, st.pk_in, st.pk_next
     free, in_use, ack_ser = st.free, st.in_use, st.ack_ser
@@ -266,17 +277,16 @@ def run(
             jobs_left += 1
     n_samples = 0
 
-    ok = True
     for f in range(nf):
         if f_start[f] >= 0:
-            ok &= _push(ht, hd, hn, f_start[f], EV_START | (f << 4))
+            hn = _push(ht, hd, hn, f_start[f], EV_START | (f << 4))
     for b in range(bg_port.shape[0]):
-        ok &= _push(ht, hd, hn, bg_t0[b], EV_BG | (b << 4))
-    ok &= _push(ht, hd, hn, 0, EV_SAMPLE)
+        hn = _push(ht, hd, hn, bg_t0[b], EV_BG | (b << 4))
+    hn = _push(ht, hd, hn, 0, EV_SAMPLE)
 
     now = 0
-    while hn[0] > 0 and jobs_left > 0 and ok:
-        now, d = _pop(ht, hd, hn)
+    while hn > 0 and jobs_left > 0:
+        now, d, hn = _pop(ht, hd, hn)
         stats[S_EVENTS] += 1
         ev = d & 15
         x = d >> 4
@@ -342,7 +352,7 @@ def run(
                             if dec_next[f] <= now:
                                 dec_next[f] += ((now - dec_next[f]) // t_dec + 1) * t_dec
                             dec_pending[f] = 1
-                            ok &= _push(ht, hd, hn, dec_next[f], EV_DEC | (f << 4))
+                            hn = _push(ht, hd, hn, dec_next[f], EV_DEC | (f << 4))
                     # TriggerTransmit: the ACK may have opened the window
                     if (
                         snd_sched[f] == 0
@@ -353,7 +363,7 @@ def run(
                         )
                     ):
                         snd_sched[f] = 1
-                        ok &= _push(ht, hd, hn, max(now, next_avail[f]), EV_QP_READY | (f << 4))
+                        hn = _push(ht, hd, hn, max(now, next_avail[f]), EV_QP_READY | (f << 4))
                     continue
                 port = f_rpath[f, hop]
                 portu = np.uint64(port)
@@ -388,7 +398,7 @@ def run(
                                 nxt = succ_idx[e]
                                 wait[nxt] -= 1
                                 if wait[nxt] == 0:
-                                    ok &= _push(ht, hd, hn, now, EV_START | (nxt << 4))
+                                    hn = _push(ht, hd, hn, now, EV_START | (nxt << 4))
                     elif idx > exp:
                         stats[S_OOO] += 1
                         if now >= nack_timer[f] or nack_last[f] != exp:
@@ -419,7 +429,7 @@ def run(
                     _enq(a_head, a_tail, a_len, pk_next, h, 0, pk)
                     if pending[h] == 0:
                         pending[h] = 1
-                        ok &= _push(ht, hd, hn, max(now, busy[h]), EV_NIC_TXDONE | (h << 4))
+                        hn = _push(ht, hd, hn, max(now, busy[h]), EV_NIC_TXDONE | (h << 4))
                     continue
                 # a switch: ingress Symphony, then the egress queue
                 port = f_path[f, hop]
@@ -500,9 +510,7 @@ def run(
                     xoff[link, prio] = 1
                     after_xoff[link, prio] = 0
                     stats[S_PAUSES] += 1
-                    ok &= _push(
-                        ht, hd, hn, now + prop_ps, EV_PFC | ((link * 4 + prio * 2 + 1) << 4)
-                    )
+                    hn = _push(ht, hd, hn, now + prop_ps, EV_PFC | ((link * 4 + prio * 2 + 1) << 4))
             depth = (q_bytes[portu, 0] + q_bytes[portu, 1] + mtu - 1) // mtu
             if depth > stats[S_MAX_QUEUE]:
                 stats[S_MAX_QUEUE] = depth
@@ -511,7 +519,7 @@ def run(
                     ev = EV_PORT_TXDONE  # start now, below
                 else:
                     pending[portu] = 1
-                    ok &= _push(ht, hd, hn, busy[portu], EV_PORT_TXDONE | (port << 4))
+                    hn = _push(ht, hd, hn, busy[portu], EV_PORT_TXDONE | (port << 4))
                     continue
             else:
                 continue
@@ -537,7 +545,7 @@ def run(
             busy[portu] = now + (ack_ser[portu] if kind != KIND_DATA else port_ser[portu])
             if q_len[portu, 0] + q_len[portu, 1] + q_len[portu, 2] > 0:
                 pending[portu] = 1
-                ok &= _push(ht, hd, hn, busy[portu], EV_PORT_TXDONE | (port << 4))
+                hn = _push(ht, hd, hn, busy[portu], EV_PORT_TXDONE | (port << 4))
             if pfc and pr < 2:
                 sw = port_switch[portu]
                 sw_used[sw] -= size
@@ -548,7 +556,7 @@ def run(
                         thr_pfc = (sw_free[sw] - sw_used[sw]) >> pfc_shift
                         if ing[link, pr] == 0 or ing[link, pr] + resume_b <= thr_pfc:
                             xoff[link, pr] = 0
-                            ok &= _push(
+                            hn = _push(
                                 ht, hd, hn, now + prop_ps, EV_PFC | ((link * 4 + pr * 2) << 4)
                             )
             f = pk_flow[pku]
@@ -568,7 +576,7 @@ def run(
                     stats[S_QUEUE_MARKS] += 1
                     pk_ce[pku] = 1
             pk_hop[pku] += 1
-            ok &= _push(ht, hd, hn, busy[portu] + prop_ps, EV_ARRIVE | (pk << 4))
+            hn = _push(ht, hd, hn, busy[portu] + prop_ps, EV_ARRIVE | (pk << 4))
             continue
 
         if ev == EV_START:
@@ -599,7 +607,7 @@ def run(
             if busy[h] > now or pending[h]:
                 if pending[h] == 0:
                     pending[h] = 1
-                    ok &= _push(ht, hd, hn, busy[h], EV_NIC_TXDONE | (h << 4))
+                    hn = _push(ht, hd, hn, busy[h], EV_NIC_TXDONE | (h << 4))
                 continue
             ev = EV_NIC_TXDONE
             x = h
@@ -614,10 +622,10 @@ def run(
                 if ack_hi_nic or paused[h, f_cls[pk_flow[pk]]] == 0:
                     _deq(a_head, a_len, pk_next, h, 0)
                     busy[h] = now + ack_ser[h]
-                    ok &= _push(ht, hd, hn, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
+                    hn = _push(ht, hd, hn, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
                     if a_len[h, 0] + rq_len[h] > 0:
                         pending[h] = 1
-                        ok &= _push(ht, hd, hn, busy[h], EV_NIC_TXDONE | (h << 4))
+                        hn = _push(ht, hd, hn, busy[h], EV_NIC_TXDONE | (h << 4))
                     continue
             f = -1
             m = rq_len[h]
@@ -640,7 +648,7 @@ def run(
                         if rto_ps > 0 and rto_armed[c] == 0:
                             rto_armed[c] = 1
                             rto_mark[c] = snd_una[c]
-                            ok &= _push(ht, hd, hn, now + rto_ps, EV_RTO | (c << 4))
+                            hn = _push(ht, hd, hn, now + rto_ps, EV_RTO | (c << 4))
                         continue
                     f = c
                     break
@@ -666,21 +674,21 @@ def run(
                 fly_max[f] = snd_next[f] - snd_una[f]
             stats[S_SENT] += 1
             busy[h] = now + port_ser[h]
-            ok &= _push(ht, hd, hn, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
+            hn = _push(ht, hd, hn, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
             if rq_len[h] + a_len[h, 0] > 0:
                 pending[h] = 1
-                ok &= _push(ht, hd, hn, busy[h], EV_NIC_TXDONE | (h << 4))
+                hn = _push(ht, hd, hn, busy[h], EV_NIC_TXDONE | (h << 4))
             # pacing (UpdateNextAvail, RATE_BOUND 1): the next packet at the current rate
             gap = np.int64(mtu_bits / rc[f] * 1000.0)
             next_avail[f] = now + gap
             if snd_next[f] < f_npk[f]:
-                ok &= _push(ht, hd, hn, now + gap, EV_QP_READY | (f << 4))
+                hn = _push(ht, hd, hn, now + gap, EV_QP_READY | (f << 4))
             else:
                 snd_sched[f] = 0
                 if rto_ps > 0 and rto_armed[f] == 0:
                     rto_armed[f] = 1
                     rto_mark[f] = snd_una[f]
-                    ok &= _push(ht, hd, hn, now + rto_ps, EV_RTO | (f << 4))
+                    hn = _push(ht, hd, hn, now + rto_ps, EV_RTO | (f << 4))
             continue
 
         if ev == EV_DEC:
@@ -703,7 +711,7 @@ def run(
                 next_inc[f] = now + t_inc  # the RP timer restarts (the old one is cancelled)
                 if rpt_evt[f] < 0:  # else the pending, earlier event moves itself here
                     rpt_evt[f] = next_inc[f]
-                    ok &= _push(ht, hd, hn, next_inc[f], EV_RPT | (f << 4))
+                    hn = _push(ht, hd, hn, next_inc[f], EV_RPT | (f << 4))
             continue
 
         if ev == EV_RPT:
@@ -714,11 +722,11 @@ def run(
                 continue
             if now != next_inc[f]:
                 rpt_evt[f] = next_inc[f]
-                ok &= _push(ht, hd, hn, next_inc[f], EV_RPT | (f << 4))
+                hn = _push(ht, hd, hn, next_inc[f], EV_RPT | (f << 4))
                 continue
             next_inc[f] = now + t_inc
             rpt_evt[f] = next_inc[f]
-            ok &= _push(ht, hd, hn, next_inc[f], EV_RPT | (f << 4))
+            hn = _push(ht, hd, hn, next_inc[f], EV_RPT | (f << 4))
             if stage[f] < fast_recovery:
                 pass  # FastRecoveryMlx: rc halfway to rt
             elif stage[f] == fast_recovery:
@@ -741,13 +749,13 @@ def run(
             if snd_una[f] != rto_mark[f]:
                 rto_armed[f] = 1
                 rto_mark[f] = snd_una[f]  # progress since the timer was armed: wait more
-                ok &= _push(ht, hd, hn, now + rto_ps, EV_RTO | (f << 4))
+                hn = _push(ht, hd, hn, now + rto_ps, EV_RTO | (f << 4))
                 continue
             stats[S_RTOS] += 1
             snd_next[f] = snd_una[f]
             if snd_next[f] < f_npk[f]:
                 snd_sched[f] = 1
-                ok &= _push(ht, hd, hn, max(now, next_avail[f]), EV_QP_READY | (f << 4))
+                hn = _push(ht, hd, hn, max(now, next_avail[f]), EV_QP_READY | (f << 4))
             continue
 
         if ev == EV_SAMPLE:
@@ -757,7 +765,7 @@ def run(
                     rx_series[j, n_samples] = rx_acc[j]
                     rx_acc[j] = 0
                 n_samples += 1
-            ok &= _push(ht, hd, hn, now + sample_ps, EV_SAMPLE)
+            hn = _push(ht, hd, hn, now + sample_ps, EV_SAMPLE)
             continue
 
         if ev == EV_BG:
@@ -787,8 +795,8 @@ def run(
                 q_bytes[port, pr] += mtu
                 if pending[port] == 0:
                     pending[port] = 1
-                    ok &= _push(ht, hd, hn, max(now, busy[port]), EV_PORT_TXDONE | (port << 4))
-            ok &= _push(ht, hd, hn, now + bg_gap[b], EV_BG | (b << 4))
+                    hn = _push(ht, hd, hn, max(now, busy[port]), EV_PORT_TXDONE | (port << 4))
+            hn = _push(ht, hd, hn, now + bg_gap[b], EV_BG | (b << 4))
             continue
 
         if ev == EV_PFC:
@@ -807,12 +815,12 @@ def run(
                 if link < n_hosts:
                     if rq_len[link] + a_len[link, 0] > 0:
                         pending[link] = 1
-                        ok &= _push(ht, hd, hn, max(now, busy[link]), EV_NIC_TXDONE | (link << 4))
+                        hn = _push(ht, hd, hn, max(now, busy[link]), EV_NIC_TXDONE | (link << 4))
                 elif q_len[link, pr] > 0:
                     pending[link] = 1
-                    ok &= _push(ht, hd, hn, max(now, busy[link]), EV_PORT_TXDONE | (link << 4))
+                    hn = _push(ht, hd, hn, max(now, busy[link]), EV_PORT_TXDONE | (link << 4))
             continue
-    if not ok:
+    if hn < 0:
         stats[S_ERROR] |= ERR_HEAP
     if jobs_left > 0 and stats[S_ERROR] == 0:
         stats[S_ERROR] |= ERR_STUCK

@@ -11,17 +11,16 @@ import numpy as np
 
 from evaluation.fabric.kernel_io import Background, Flows, Limits, Nic, Topology
 
-INF = np.int64(1 << 62)  # the empty heap slot: later than any event (times stay below 2^45 ps)
+INF = np.int64(1 << 62)  # an empty heap slot: later than any event (times stay below 2^45 ps)
 I64 = np.int64
 
 
 class State(NamedTuple):
     flows_tab: np.ndarray  # [switch, slot] Symphony's flow_base register
-    # event heap (time, payload), INF past its end (kernel._pop reads one slot beyond); hn[0]
-    # its size
+    # event heap: times (INF past the end, where kernel._pop looks ahead up to 2n + 4) and
+    # payloads
     ht: np.ndarray
     hd: np.ndarray
-    hn: np.ndarray
     # packet pool: data (kind 0, flow -1 for background), ACK (1), NACK (2)
     pk_flow: np.ndarray
     pk_kind: np.ndarray
@@ -109,9 +108,8 @@ def new_state(topo: Topology, flows: Flows, nic: Nic, bg: Background, lim: Limit
 
     return State(
         flows_tab=zeros(topo.n_switches, 65536),
-        ht=full(INF, heap_cap + 1),
+        ht=full(INF, 2 * heap_cap + 8),
         hd=zeros(heap_cap + 1),
-        hn=zeros(1),
         pk_flow=zeros(pool),
         pk_kind=zeros(pool),
         pk_idx=zeros(pool),
