@@ -209,10 +209,10 @@ def run(
     sw_buf, pfc_shift = topo.sw_buf, topo.pfc_shift
     resume_pkts, n_hosts = topo.resume_pkts, topo.n_hosts
     f_src, f_job, f_step, f_npk = flows.src, flows.job, flows.step, flows.npk
-    f_path, f_plen, f_slot, f_sig, f_psn0 = (
+    f_path, f_plen, f_row, f_sig, f_psn0 = (
         flows.path,
         flows.plen,
-        flows.slot,
+        flows.slot_row,
         flows.sig,
         flows.psn0,
     )
@@ -458,7 +458,7 @@ def run(
                         prm,
                         sw,
                         j,
-                        f_slot[f],
+                        f_row[f],  # the flow's slot as a row of the dense flows_tab
                         f_sig[f],
                         s,
                         opc,

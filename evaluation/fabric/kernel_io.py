@@ -35,7 +35,11 @@ class Flows(NamedTuple):
     npk: np.ndarray
     path: np.ndarray  # [flow, hop] egress ports, NIC first
     plen: np.ndarray
-    slot: np.ndarray
+    slot: np.ndarray  # the flow_base register index (pipeline.flow_slot), 16 bits
+    # the same, renumbered densely over the slots the flows use (kernel_state.register_rows):
+    # flows sharing a slot share a row, as they share the register, and a switch's rows fit
+    # in a cache instead of spanning 512 KB (measured: the miss was most of Symphony's cost)
+    slot_row: np.ndarray
     sig: np.ndarray
     psn0: np.ndarray
     succ_ptr: np.ndarray  # the DAG: flow f's successors are succ_idx[succ_ptr[f]:succ_ptr[f+1]]

@@ -14,7 +14,7 @@ from evaluation.fabric.bound import link_load_bound_us
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.dcqcn import bdp_bytes
 from evaluation.fabric.kernel_io import Background, Flows, Limits, Nic, Outputs, Symphony, Topology
-from evaluation.fabric.kernel_state import new_state
+from evaluation.fabric.kernel_state import new_state, register_rows
 from evaluation.fabric.topology import (
     Fabric,
     background_sources,
@@ -195,6 +195,7 @@ def simulate(
         path=wl.f_path,
         plen=wl.f_plen,
         slot=wl.f_slot,
+        slot_row=register_rows(wl.f_slot),
         sig=wl.f_sig,
         psn0=wl.f_psn0,
         succ_ptr=wl.dag.succ_ptr,
