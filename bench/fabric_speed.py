@@ -1,10 +1,10 @@
 """Speed of the fabric simulator's kernel (evaluation/fabric) against the reference kept in
-bench/reference_kernel/ (the kernel and glue of git revision 113030d, before issue 22's speed
-work), side by side in one run on this machine, and the single-port pure-Python simulator
-(evaluation/sim.py).
+bench/reference_kernel/ (the event loop of git revision 113030d, before issue 22's speed work,
+run behind today's glue), side by side in one run on this machine, and the single-port
+pure-Python simulator (evaluation/sim.py).
 
-    python bench/fabric_speed.py                   # Table 1 default, 3 seeds, both kernels
-    python bench/fabric_speed.py --seeds 5 --chunk-kb 2048
+    python bench/fabric_speed.py                   # Table 1 default (table1), 3 seeds
+    python bench/fabric_speed.py --preset v1 --seeds 5 --chunk-kb 2048
     python bench/fabric_speed.py --only-128        # the 128-node 10-pass Symphony run alone
 
 Per mode (baseline, Symphony) the two kernels run the same (config, seed) in turn, one process,
@@ -12,7 +12,7 @@ one core, JIT compile excluded (one warm-up run each first). Times are the kerne
 CPU time (the machine is shared: a wall clock would count the other processes' share of the
 core); each run's statistics and per-flow delivery times must be equal between the kernels.
 Reported: the speedup (reference time / today's), today's switch hops/s and events/s per core.
-`--with-128` adds the 128-node, 10-pass Symphony run (Table 1's 8 MiB chunks): minutes.
+`--with-128` adds the preset's 128-node, 10-pass Symphony run (today's kernel only): minutes.
 """
 
 from __future__ import annotations
@@ -25,17 +25,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.reference_kernel import sim as reference
+from bench.reference_kernel.adapter import run_reference
 from evaluation.fabric import sim as today
 from evaluation.fabric.config import FabricConfig
-from evaluation.fabric.sim import FabricResult
+from evaluation.fabric.scenarios import PRESETS
+from evaluation.fabric.sim import FabricResult, simulate
 from evaluation.sim import SimConfig
 from evaluation.sim import simulate as old_simulate
 from symphony.model.params import JobParams
 
-# Both glue modules time the kernel call with time.perf_counter: thread CPU time instead.
+# The glue times the kernel call with time.perf_counter: thread CPU time instead.
 today.time.perf_counter = time.thread_time  # type: ignore[attr-defined]
-reference.time.perf_counter = time.thread_time  # type: ignore[attr-defined]
 
 
 def same_run(a: FabricResult, b: FabricResult) -> bool:
@@ -44,12 +44,12 @@ def same_run(a: FabricResult, b: FabricResult) -> bool:
 
 def compare(cfg: FabricConfig, seeds: int) -> str:
     warm = replace(cfg, chunk_bytes=16 << 10, passes=1)
-    reference.simulate(warm, 0), today.simulate(warm, 0)
+    simulate(warm, 0, kernel=run_reference), simulate(warm, 0)
     t_ref = t_new = 0.0
     hops = events = 0
     for seed in range(seeds):
-        a = reference.simulate(cfg, seed)
-        b = today.simulate(cfg, seed)
+        a = simulate(cfg, seed, kernel=run_reference)
+        b = simulate(cfg, seed)
         if not same_run(a, b):
             raise SystemExit(f"{cfg.mode} seed {seed}: the kernels disagree")
         t_ref += a.wall_s
@@ -57,20 +57,21 @@ def compare(cfg: FabricConfig, seeds: int) -> str:
         hops += b.stats["switch_hops"]
         events += b.stats["events"]
     return (
-        f"fabric {cfg.mode:9s}: {seeds} seeds, {events / seeds / 1e6:.1f} M events per seed; "
+        f"fabric {cfg.mode:9s}: {cfg.hosts} nodes, {seeds} seeds, "
+        f"{events / seeds / 1e6:.1f} M events per seed; "
         f"reference {t_ref:.2f} s, today {t_new:.2f} s of one core: {t_ref / t_new:.2f}x; "
         f"today {hops / t_new / 1e6:.1f} M switch hops/s and {events / t_new / 1e6:.1f} M "
         f"events/s per core"
     )
 
 
-def run_128() -> str:
-    cfg = FabricConfig(hosts=128, passes=10, mode="symphony")
-    today.simulate(replace(cfg, hosts=16, passes=1, chunk_bytes=16 << 10), 0)
-    r = today.simulate(cfg, 0)
+def run_128(base: FabricConfig, preset: str) -> str:
+    cfg = replace(base, hosts=128, passes=10, mode="symphony")
+    simulate(replace(cfg, hosts=16, passes=1, chunk_bytes=16 << 10), 0)
+    r = simulate(cfg, 0)
     assert r.stats["error"] == 0, r.stats["error"]
     return (
-        f"128 nodes, 10 passes, Symphony, seed 0: {r.wall_s:.0f} s of one core "
+        f"{preset}, 128 nodes, 10 passes, Symphony, seed 0: {r.wall_s:.0f} s of one core "
         f"({r.stats['events'] / 1e9:.2f} G events, {r.stats['switch_hops'] / 1e6:.0f} M switch "
         f"hops, {r.stats['switch_hops'] / r.wall_s / 1e6:.1f} M/s; simulated CCT "
         f"{r.cct_max_us / 1000:.0f} ms)"
@@ -80,12 +81,20 @@ def run_128() -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--chunk-kb", type=int, default=FabricConfig().chunk_bytes >> 10)
+    ap.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default="table1",
+        help="the configuration (scenarios.PRESETS; table1: the paper's stack, 2D ring)",
+    )
+    ap.add_argument("--chunk-kb", type=int, help="chunk size (default: the preset's)")
     ap.add_argument("--with-128", action="store_true", help="also the 128-node 10-pass run")
     ap.add_argument("--only-128", action="store_true", help="only the 128-node 10-pass run")
     args = ap.parse_args()
+    base = PRESETS[args.preset]
+    if args.chunk_kb:
+        base = replace(base, chunk_bytes=args.chunk_kb << 10)
     if not args.only_128:
-        base = FabricConfig(chunk_bytes=args.chunk_kb << 10)
         for mode in ("baseline", "symphony"):
             print(compare(replace(base, mode=mode), args.seeds), flush=True)
         old = SimConfig(symphony=JobParams(k=0.01))
@@ -97,7 +106,7 @@ def main() -> None:
             f"{per_pkt * 1e6:.1f} us per packet-hop ({1 / per_pkt / 1e3:.0f} k/s)"
         )
     if args.with_128 or args.only_128:
-        print(run_128(), flush=True)
+        print(run_128(base, args.preset), flush=True)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ python -m evaluation.fabric --scenario ecmp --seeds 20
 python -m evaluation.fabric --quick --seeds 2        # the small configuration of each
 python -m evaluation.fabric --no-pfc --out build/evaluation-nopfc   # lossy: drop-tail, go-back-N
 python -m evaluation.fabric --scenario ecmp --profile hpcc-run-dcqcn  # another NIC profile
+python -m evaluation.fabric --preset v1 --out build/evaluation-v1    # the first version's defaults
 python -m evaluation.fabric --scenario 2d --ecmp ns3 --passes 4 --splits 4 --active-chunks 2
 python -m evaluation.fabric --scenario ecmp --fabric multipod --hosts 256 --oversub 4
 python -m evaluation.fabric --cluster tcp://scheduler:8786   # the runs as tasks on a Dask cluster
@@ -27,7 +28,7 @@ import numpy as np
 
 from evaluation.fabric.dcqcn import DEFAULT_PROFILE, PROFILES
 from evaluation.fabric.rows import FIELDS
-from evaluation.fabric.scenarios import SCENARIOS, Run, scenario_runs
+from evaluation.fabric.scenarios import PRESETS, SCENARIOS, Run, scenario_runs
 from evaluation.fabric.sweep import STORE_NAME, RunStore, run_key, run_sweep, series_arrays
 
 CONFIG_FLAGS = (
@@ -107,13 +108,20 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sweep-seeds", type=int, default=10, help="seeds per point of a sweep")
     ap.add_argument("--seeds-128", type=int, default=2, help="seeds for ecmp-128 (slow)")
     ap.add_argument("--quick", action="store_true", help="the small configuration of each")
+    ap.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default="table1",
+        help="the defaults every scenario starts from (table1: the paper's stack; v1: the "
+        "first version's)",
+    )
     ap.add_argument("--jobs", "--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--no-pfc", action="store_true", help="lossy fabric: drop-tail, go-back-N")
     ap.add_argument(
         "--profile",
         choices=sorted(PROFILES),
-        default=DEFAULT_PROFILE,
-        help="the NIC's DCQCN profile (evaluation/fabric/dcqcn.py)",
+        help="the NIC's DCQCN profile (evaluation/fabric/dcqcn.py; default: the preset's, "
+        f"{DEFAULT_PROFILE} for table1)",
     )
     ap.add_argument("--variant", action="append", help="run only these variants (e.g. baseline)")
     # workload and fabric (FabricConfig fields; unset = each scenario's default)
@@ -152,16 +160,17 @@ def main(argv: list[str] | None = None) -> None:
     runs: list[Run] = []
     for name in args.scenario or SCENARIOS:
         n = args.seeds
-        if not args.quick and name in ("ecmp-128", "2d-128"):
+        if not args.quick and name in ("ecmp-128", "2d-128", "table1-128"):
             n = args.seeds_128
         elif not args.quick and name in ("imbalance", "k-sweep", "chunk-sweep"):
             n = args.sweep_seeds
-        runs += scenario_runs(name, range(n), quick=args.quick, options=options)
+        runs += scenario_runs(name, range(n), quick=args.quick, options=options, preset=args.preset)
     if args.variant:
         runs = [r for r in runs if r.variant in args.variant]
     if args.no_pfc:
         runs = [replace(r, cfg=replace(r.cfg, pfc=False)) for r in runs]
-    runs = [replace(r, cfg=replace(r.cfg, dcqcn=args.profile)) for r in runs]
+    if args.profile:
+        runs = [replace(r, cfg=replace(r.cfg, dcqcn=args.profile)) for r in runs]
     # Longest first, so the pool does not end on one slow run.
     runs.sort(key=lambda r: -r.cfg.hosts * r.cfg.lockstep_bound_us())
     args.out.mkdir(parents=True, exist_ok=True)

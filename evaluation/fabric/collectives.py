@@ -126,7 +126,7 @@ class Sends:
 
 def packets_per_npu(cfg: FabricConfig) -> int:
     """MTU packets every NPU sends over all passes (all NPUs send the same)."""
-    per_chunk = sum(ph.steps * -(-ph.msg_bytes // cfg.mtu) for ph in chunk_phases(cfg))
+    per_chunk = sum(ph.steps * cfg.packets(ph.msg_bytes) for ph in chunk_phases(cfg))
     return per_chunk * cfg.splits * cfg.passes
 
 

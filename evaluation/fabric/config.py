@@ -21,6 +21,12 @@ FabricKind = Literal["2tier", "nonblocking", "multipod"]
 MiB = 1 << 20
 POD_HOSTS = 128  # the paper: "clusters of up to 128 nodes reside within a single spine group"
 RED = QueueParams()  # the paper's K_min/K_max/P_max (model/params.py), in 1 KB packets (HPCC's)
+# HPCC's ns-3 as its mix/config.txt runs it: 1000 B of payload in 1036 B frames; ECN at 50 and
+# 100 KB of 1000 B (switch-mmu.cc ConfigEcn), which whole 1036 B packets (the kernel counts a
+# queue's bytes // MTU) come closest to at 48 and 96; BUFFER_SIZE 32 (MiB per switch).
+HPCC_MTU, HPCC_HEADER = 1036, 36
+HPCC_RED = QueueParams(k_min=48, k_max=96, p_max=0.2)
+HPCC_BUFFER_PKTS = 32 * MiB // HPCC_MTU
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,10 @@ class FabricConfig:
     link_gbps: float = 10.0
     prop_ns: int = 1000  # per link
     mtu: int = 1024  # bytes on the wire per data packet (RED thresholds count these)
+    # Of them, headers: HPCC's ns-3 puts PACKET_PAYLOAD_SIZE bytes of payload in a packet and
+    # adds 36 (PPP 2, IPv4 20, UDP 8, SeqTs 6), so its 1000 B payload is 1036 B on the wire.
+    # Messages are cut into packets of `payload_bytes`; HPCC's window counts payload bytes.
+    header_bytes: int = 0
     buffer_pkts: int = 1000  # drop-tail limit of each egress port (PFC off)
     # PFC (802.1Qbb) per ingress port and priority, HPCC's ns-3 switch MMU: a shared buffer per
     # switch, XOFF when the packets an ingress queue holds exceed (free buffer) >> pfc_shift,
@@ -110,8 +120,16 @@ class FabricConfig:
         return 2 * (self.ring_size - 1)
 
     @property
+    def payload_bytes(self) -> int:
+        return self.mtu - self.header_bytes
+
+    def packets(self, message_bytes: int) -> int:
+        """Data packets of one message (the last one full size: we do not shorten it)."""
+        return -(-message_bytes // self.payload_bytes)
+
+    @property
     def pkts_per_chunk(self) -> int:
-        return -(-self.chunk_bytes // self.mtu)
+        return self.packets(self.chunk_bytes)
 
     @property
     def n_pods(self) -> int:

@@ -4,6 +4,7 @@ metrics. Deterministic for a given (cfg, seed)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,6 +17,7 @@ from evaluation.fabric.dcqcn import bdp_bytes
 from evaluation.fabric.kernel_io import Background, Flows, Limits, Nic, Outputs, Symphony, Topology
 from evaluation.fabric.kernel_state import new_state, register_rows
 from evaluation.fabric.topology import (
+    CustomFlows,
     Fabric,
     background_sources,
     build_fabric,
@@ -114,23 +116,53 @@ def flow_windows(cfg: FabricConfig, f_plen: np.ndarray) -> np.ndarray:
     if d.global_t:
         widest = 6 if cfg.n_pods > 1 else 4 if cfg.n_tors > 1 else 2
         longest = max(widest, int(f_plen.max(initial=0)))
-        return np.full_like(f_plen, bdp_bytes(longest, cfg.prop_ns, cfg.link_gbps, cfg.mtu))
-    return np.array(
-        [bdp_bytes(int(n), cfg.prop_ns, cfg.link_gbps, cfg.mtu) for n in f_plen], dtype=np.int64
-    )
+        win = np.full_like(
+            f_plen, bdp_bytes(longest, cfg.prop_ns, cfg.link_gbps, cfg.payload_bytes)
+        )
+    else:
+        win = np.array(
+            [bdp_bytes(int(n), cfg.prop_ns, cfg.link_gbps, cfg.payload_bytes) for n in f_plen],
+            dtype=np.int64,
+        )
+    # HPCC's window counts payload bytes in flight; the kernel counts whole packets of `mtu`
+    # bytes, so the same number of packets fits.
+    return win * cfg.mtu // cfg.payload_bytes
+
+
+# (seed, mode, inputs..., outputs) -> samples written: `run_kernel`, or a reference kernel
+# behind the same inputs (bench/reference_kernel)
+KernelCall = Callable[[int, int, Topology, Flows, Symphony, Nic, Background, Limits, Outputs], int]
+
+
+def run_kernel(
+    seed: int,
+    mode: int,
+    topo: Topology,
+    flows: Flows,
+    sym: Symphony,
+    nic: Nic,
+    bg: Background,
+    lim: Limits,
+    out: Outputs,
+) -> int:
+    """Today's event kernel on fresh working arrays."""
+    state = new_state(topo, flows, nic, bg, lim)
+    return kn.run(seed, mode, topo, flows, sym, nic, bg, lim, out, state)
 
 
 def simulate(
     cfg: FabricConfig,
     seed: int,
-    flows: list[tuple[int, int, int, int, int]] | None = None,
+    flows: list[tuple[int, int, int, int, int]] | CustomFlows | None = None,
     ce_psn: dict[int, list[int]] | None = None,
     cc_trace_rows: int = 0,
+    kernel: KernelCall = run_kernel,
 ) -> FabricResult:
     """One run. `flows` replaces the ring workload by independent flows
     (`topology.custom_workload`). For tests: `ce_psn` {flow: PSN indices} are CE-marked by
     the sender's NIC; `cc_trace_rows` > 0 records the senders' DCQCN events
-    (`FabricResult.cc_trace`, columns as `kernel.TR_*` say)."""
+    (`FabricResult.cc_trace`, columns as `kernel.TR_*` say). `kernel` runs the event loop
+    (bench/fabric_speed.py passes the reference kernel)."""
     cfg.validate()
     rng = np.random.default_rng(seed)
     fab = build_fabric(cfg)
@@ -255,10 +287,8 @@ def simulate(
         js=js,
         cc_trace=cc_trace,
     )
-    state = new_state(topo, fl, nic, bgs, lim)
-
     t0 = time.perf_counter()
-    n_samples = kn.run(seed, mode, topo, fl, sym, nic, bgs, lim, out, state)
+    n_samples = kernel(seed, mode, topo, fl, sym, nic, bgs, lim, out)
     wall = time.perf_counter() - t0
     st = {name: int(stats[i]) for name, i in STAT_NAMES.items()}
     st["end_ps"] = int(stats[kn.S_END_PS])

@@ -208,12 +208,19 @@ def build_fabric(cfg: FabricConfig) -> Fabric:
     return Fabric(n_ports, n_sw, port_ser, port_switch, port_reverse, tor_of, to_sw, to_host, h)
 
 
-def _reverse_paths(fab: Fabric, path: np.ndarray, plen: np.ndarray) -> np.ndarray:
-    rpath = np.full_like(path, -1)
-    for f in range(path.shape[0]):
-        back = fab.reverse_path(path[f], int(plen[f]))
-        rpath[f, : len(back)] = back
-    return rpath
+def ns3_paths(fab: Fabric, src: int, dst: int, sport: int) -> tuple[list[int], list[int]]:
+    """(data path, ACK path) of a flow as ns-3's switches hash them (SwitchNode::GetOutDev,
+    seeded by the switch's node id). The ACK goes receiver -> sender with sport = the data's
+    dport and dport = the data's sport (rdma-hw.cc ReceiveUdp; GetOutDev hashes
+    ch.ack.sport | ch.ack.dport << 16), so it need not take the data's links back."""
+    sip, dip = ns3_ip(src), ns3_ip(dst)
+    data = fab.route(
+        src, dst, lambda sw, n: ns3_choice(sip, dip, sport, NS3_DPORT, fab.node_id(sw), n)
+    )
+    ack = fab.route(
+        dst, src, lambda sw, n: ns3_choice(dip, sip, NS3_DPORT, sport, fab.node_id(sw), n)
+    )
+    return data, ack
 
 
 def _choosers(
@@ -234,18 +241,10 @@ def _choosers(
         return fab.route(src, dst, pick)
 
     def ns3(src: int, dst: int, ring: int, sport: int) -> list[int]:
-        sip, dip = ns3_ip(src), ns3_ip(dst)
-        return fab.route(
-            src, dst, lambda sw, n: ns3_choice(sip, dip, sport, NS3_DPORT, fab.node_id(sw), n)
-        )
+        return ns3_paths(fab, src, dst, sport)[0]
 
     def ns3_ack(src: int, dst: int, ring: int, sport: int) -> list[int]:
-        # rdma-hw.cc ReceiveUdp: the ACK goes receiver -> sender with sport = the data's dport
-        # and dport = the data's sport (GetOutDev hashes ch.ack.sport | ch.ack.dport << 16)
-        sip, dip = ns3_ip(dst), ns3_ip(src)
-        return fab.route(
-            dst, src, lambda sw, n: ns3_choice(sip, dip, NS3_DPORT, sport, fab.node_id(sw), n)
-        )
+        return ns3_paths(fab, src, dst, sport)[1]
 
     def same_links_back(src: int, dst: int, ring: int, sport: int) -> list[int]:
         fwd = data(src, dst, ring, sport)
@@ -254,6 +253,13 @@ def _choosers(
     data = static if cfg.routing == "static" else ns3 if cfg.ecmp == "ns3" else salted
     ack = ns3_ack if (cfg.routing == "ecmp" and cfg.ecmp == "ns3") else same_links_back
     return data, ack
+
+
+def _route_arrays(nf: int) -> tuple[np.ndarray, ...]:
+    """Per flow, empty: data path, ACK path (MAX_HOPS egress ports each), their lengths, and
+    the flow's (slot, signature) in the switches' flow table."""
+    paths = [np.full((nf, MAX_HOPS), -1, dtype=np.int64) for _ in range(2)]
+    return (*paths, *(np.zeros(nf, dtype=np.int64) for _ in range(4)))
 
 
 def build_workload(cfg: FabricConfig, fab: Fabric, rng: np.random.Generator) -> Workload:
@@ -270,12 +276,7 @@ def build_workload(cfg: FabricConfig, fab: Fabric, rng: np.random.Generator) -> 
     ns3_sport = (NS3_SPORT_BASE + sends.pair_seq) & 0xFFFF
     sport = ns3_sport if cfg.ecmp == "ns3" else step.copy()
     data_path, ack_path = _choosers(cfg, fab, salt)
-    path = np.full((nf, MAX_HOPS), -1, dtype=np.int64)
-    rpath = np.full((nf, MAX_HOPS), -1, dtype=np.int64)
-    plen = np.zeros(nf, dtype=np.int64)
-    rplen = np.zeros(nf, dtype=np.int64)
-    slot = np.zeros(nf, dtype=np.int64)
-    sig = np.zeros(nf, dtype=np.int64)
+    path, rpath, plen, rplen, slot, sig = _route_arrays(nf)
     psn0 = np.zeros(nf, dtype=np.int64)
     start = np.full(nf, -1, dtype=np.int64)
     for f in range(nf):
@@ -298,7 +299,7 @@ def build_workload(cfg: FabricConfig, fab: Fabric, rng: np.random.Generator) -> 
         f_job=sends.job,
         f_ring=sends.ring,
         f_step=step,
-        f_npk=-(-sends.msg_bytes // cfg.mtu),
+        f_npk=-(-sends.msg_bytes // cfg.payload_bytes),
         f_path=path,
         f_plen=plen,
         f_rpath=rpath,
@@ -333,40 +334,58 @@ def background_sources(
     return ports.astype(np.int64), t0, t1, gap
 
 
+@dataclass(frozen=True)
+class CustomFlows:
+    """Flows given one by one instead of a collective: `flows` are (src host, dst host,
+    next-hop choice at every switch with several (the spine in a two-tier fabric), packets,
+    start ps or -1 for a flow that waits for its predecessors). `edges` (pred, succ) are start
+    dependencies; `sports`, when given, route every flow and its ACKs by ns-3's ECMP hash with
+    that UDP source port (the choice field is then unused); `steps` are the flows' step index
+    (all 0 when not given)."""
+
+    flows: list[tuple[int, int, int, int, int]]
+    edges: list[tuple[int, int]] = field(default_factory=list)
+    sports: list[int] | None = None
+    steps: list[int] | None = None
+
+
 def custom_workload(
-    cfg: FabricConfig, fab: Fabric, flows: list[tuple[int, int, int, int, int]]
+    cfg: FabricConfig, fab: Fabric, flows: list[tuple[int, int, int, int, int]] | CustomFlows
 ) -> Workload:
-    """Independent flows (src host, dst host, next-hop choice at every switch with several
-    (the spine in a two-tier fabric), packets, start ps), one job, step 0 each: the sanity
-    checks (line rate, fair share) use it. ACKs take the same links back."""
-    nf = len(flows)
-    path = np.full((nf, MAX_HOPS), -1, dtype=np.int64)
-    plen = np.zeros(nf, dtype=np.int64)
-    slot = np.zeros(nf, dtype=np.int64)
-    sig = np.zeros(nf, dtype=np.int64)
-    for f, (a, b, u, _, _) in enumerate(flows):
-        hops = fab.route(a, b, lambda sw, n, u=u: u % n)
-        path[f, : len(hops)] = hops
-        plen[f] = len(hops)
+    """Flows given one by one (`CustomFlows`, or its `flows` list alone: independent flows
+    whose ACKs take the same links back), one job: the sanity checks (line rate, fair share)
+    and the ns-3 cross-validation (`crossval.py`) use it."""
+    spec = flows if isinstance(flows, CustomFlows) else CustomFlows(flows)
+    nf = len(spec.flows)
+    path, rpath, plen, rplen, slot, sig = _route_arrays(nf)
+    for f, (a, b, u, _, _) in enumerate(spec.flows):
+        if spec.sports is None:
+            hops = fab.route(a, b, lambda sw, n, u=u: u % n)
+            back = fab.reverse_path(np.array(hops), len(hops))
+        else:
+            hops, back = ns3_paths(fab, a, b, spec.sports[f])
+        path[f, : len(hops)], plen[f] = hops, len(hops)
+        rpath[f, : len(back)], rplen[f] = back, len(back)
         slot[f], sig[f] = flow_slot(host_ip(a), f + 1)
-    col = np.array(flows, dtype=np.int64).reshape(nf, 5)
+    col = np.array(spec.flows, dtype=np.int64).reshape(nf, 5)
+    step = np.array(spec.steps if spec.steps is not None else [0] * nf, dtype=np.int64)
     return Workload(
         ring_hosts=np.zeros((0, 0), dtype=np.int64),
         f_src=col[:, 0].copy(),
         f_dst=col[:, 1].copy(),
         f_job=np.ones(nf, dtype=np.int64),
         f_ring=np.zeros(nf, dtype=np.int64),
-        f_step=np.zeros(nf, dtype=np.int64),
+        f_step=step,
         f_npk=col[:, 3].copy(),
         f_path=path,
         f_plen=plen,
-        f_rpath=_reverse_paths(fab, path, plen),
-        f_rplen=plen.copy(),
+        f_rpath=rpath,
+        f_rplen=rplen,
         f_slot=slot,
         f_sig=sig,
         f_psn0=np.zeros(nf, dtype=np.int64),
-        dag=Dag.of(nf, []),
+        dag=Dag.of(nf, spec.edges),
         f_start_ps=col[:, 4].copy(),
         n_jobs=1,
-        n_steps=1,
+        n_steps=int(step.max(initial=0)) + 1,
     )
