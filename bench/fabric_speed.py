@@ -1,73 +1,112 @@
-"""Speed of the fabric simulator (evaluation/fabric) beside the single-port pure-Python one
-(evaluation/sim.py), measured in one run on this machine.
+"""Speed of the fabric simulator's kernel (evaluation/fabric) against the reference kept in
+bench/reference_kernel/ (the event loop of git revision 113030d, before issue 22's speed work,
+run behind today's glue), side by side in one run on this machine, and the single-port
+pure-Python simulator (evaluation/sim.py).
 
-    python bench/fabric_speed.py                 # Table 1 default, 20 seeds, 2 workers
+    python bench/fabric_speed.py                   # Table 1 default (table1), 3 seeds
+    python bench/fabric_speed.py --preset v1 --seeds 5 --chunk-kb 2048
+    python bench/fabric_speed.py --only-128        # the 128-node 10-pass Symphony run alone
 
-Reports: the numba kernel's events/s and switch-hops/s per core (JIT compile excluded: one warm-up
-run first), the wall time of 20 seeds of the Table 1 default (32 nodes, 8 MB chunks, ECMP,
-baseline and Symphony) on all cores, and the old simulator's cost per packet through the
-golden model's Python pipeline.
+Per mode (baseline, Symphony) the two kernels run the same (config, seed) in turn, one process,
+one core, JIT compile excluded (one warm-up run each first). Times are the kernel call's thread
+CPU time (the machine is shared: a wall clock would count the other processes' share of the
+core); each run's statistics and per-flow delivery times must be equal between the kernels.
+Reported: the speedup (reference time / today's), today's switch hops/s and events/s per core.
+`--with-128` adds the preset's 128-node, 10-pass Symphony run (today's kernel only): minutes.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.reference_kernel.adapter import run_reference
+from evaluation.fabric import sim as today
 from evaluation.fabric.config import FabricConfig
-from evaluation.fabric.sim import simulate
+from evaluation.fabric.scenarios import PRESETS
+from evaluation.fabric.sim import FabricResult, simulate
 from evaluation.sim import SimConfig
 from evaluation.sim import simulate as old_simulate
 from symphony.model.params import JobParams
 
+# The glue times the kernel call with time.perf_counter: thread CPU time instead.
+today.time.perf_counter = time.thread_time  # type: ignore[attr-defined]
 
-def _one(args: tuple[FabricConfig, int]) -> tuple[int, int, float, float]:
-    cfg, seed = args
-    r = simulate(cfg, seed)
-    assert r.stats["error"] == 0
-    return r.stats["events"], r.stats["switch_hops"], r.wall_s, r.cct_max_us
+
+def same_run(a: FabricResult, b: FabricResult) -> bool:
+    return a.stats == b.stats and a.flow_done_us.tobytes() == b.flow_done_us.tobytes()
+
+
+def compare(cfg: FabricConfig, seeds: int) -> str:
+    warm = replace(cfg, chunk_bytes=16 << 10, passes=1)
+    simulate(warm, 0, kernel=run_reference), simulate(warm, 0)
+    t_ref = t_new = 0.0
+    hops = events = 0
+    for seed in range(seeds):
+        a = simulate(cfg, seed, kernel=run_reference)
+        b = simulate(cfg, seed)
+        if not same_run(a, b):
+            raise SystemExit(f"{cfg.mode} seed {seed}: the kernels disagree")
+        t_ref += a.wall_s
+        t_new += b.wall_s
+        hops += b.stats["switch_hops"]
+        events += b.stats["events"]
+    return (
+        f"fabric {cfg.mode:9s}: {cfg.hosts} nodes, {seeds} seeds, "
+        f"{events / seeds / 1e6:.1f} M events per seed; "
+        f"reference {t_ref:.2f} s, today {t_new:.2f} s of one core: {t_ref / t_new:.2f}x; "
+        f"today {hops / t_new / 1e6:.1f} M switch hops/s and {events / t_new / 1e6:.1f} M "
+        f"events/s per core"
+    )
+
+
+def run_128(base: FabricConfig, preset: str) -> str:
+    cfg = replace(base, hosts=128, passes=10, mode="symphony")
+    simulate(replace(cfg, hosts=16, passes=1, chunk_bytes=16 << 10), 0)
+    r = simulate(cfg, 0)
+    assert r.stats["error"] == 0, r.stats["error"]
+    return (
+        f"{preset}, 128 nodes, 10 passes, Symphony, seed 0: {r.wall_s:.0f} s of one core "
+        f"({r.stats['events'] / 1e9:.2f} G events, {r.stats['switch_hops'] / 1e6:.0f} M switch "
+        f"hops, {r.stats['switch_hops'] / r.wall_s / 1e6:.1f} M/s; simulated CCT "
+        f"{r.cct_max_us / 1000:.0f} ms)"
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=20)
-    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    args = ap.parse_args()
-    base = FabricConfig()
-    simulate(replace(base, chunk_bytes=64 << 10, mode="symphony"), 0)  # JIT (cached) warm-up
-    for mode in ("baseline", "symphony"):
-        cfg = replace(base, mode=mode)
-        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-            list(pool.map(_one, [(replace(cfg, chunk_bytes=64 << 10), 0)] * args.jobs))
-            t0 = time.monotonic()
-            out = list(pool.map(_one, [(cfg, s) for s in range(args.seeds)]))
-            wall = time.monotonic() - t0
-        ev = sum(o[0] for o in out)
-        hops = sum(o[1] for o in out)
-        cpu = sum(o[2] for o in out)
-        print(
-            f"fabric {mode:9s}: {args.seeds} seeds of the Table 1 default in {wall:.1f} s wall "
-            f"on {args.jobs} workers; {ev / cpu / 1e6:.1f} M events/s and "
-            f"{hops / cpu / 1e6:.1f} M switch-hops/s per core ({ev / args.seeds / 1e6:.1f} M "
-            f"events per seed)"
-        )
-    old = SimConfig(symphony=JobParams(k=0.01))
-    t0 = time.perf_counter()
-    res = old_simulate(old, 0)
-    wall = time.perf_counter() - t0
-    per_pkt = wall / res.data_delivered
-    print(
-        f"evaluation/sim.py (pure Python, golden Pipeline per packet): {res.data_delivered} "
-        f"packets in {wall:.1f} s = {per_pkt * 1e6:.1f} us per packet-hop "
-        f"({1 / per_pkt / 1e3:.0f} k/s)"
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default="table1",
+        help="the configuration (scenarios.PRESETS; table1: the paper's stack, 2D ring)",
     )
+    ap.add_argument("--chunk-kb", type=int, help="chunk size (default: the preset's)")
+    ap.add_argument("--with-128", action="store_true", help="also the 128-node 10-pass run")
+    ap.add_argument("--only-128", action="store_true", help="only the 128-node 10-pass run")
+    args = ap.parse_args()
+    base = PRESETS[args.preset]
+    if args.chunk_kb:
+        base = replace(base, chunk_bytes=args.chunk_kb << 10)
+    if not args.only_128:
+        for mode in ("baseline", "symphony"):
+            print(compare(replace(base, mode=mode), args.seeds), flush=True)
+        old = SimConfig(symphony=JobParams(k=0.01))
+        t0 = time.perf_counter()
+        res = old_simulate(old, 0)
+        per_pkt = (time.perf_counter() - t0) / res.data_delivered
+        print(
+            f"evaluation/sim.py (pure Python, golden Pipeline per packet): "
+            f"{per_pkt * 1e6:.1f} us per packet-hop ({1 / per_pkt / 1e3:.0f} k/s)"
+        )
+    if args.with_128 or args.only_128:
+        print(run_128(base, args.preset), flush=True)
 
 
 if __name__ == "__main__":

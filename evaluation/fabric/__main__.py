@@ -8,6 +8,10 @@ python -m evaluation.fabric --scenario ecmp --profile hpcc-run-dcqcn  # another 
 python -m evaluation.fabric --preset v1 --out build/evaluation-v1    # the first version's defaults
 python -m evaluation.fabric --scenario 2d --ecmp ns3 --passes 4 --splits 4 --active-chunks 2
 python -m evaluation.fabric --scenario ecmp --fabric multipod --hosts 256 --oversub 4
+python -m evaluation.fabric --cluster tcp://scheduler:8786   # the runs as tasks on a Dask cluster
+
+Runs are stored as they finish in OUT/runs.jsonl: run again with the same arguments and --out to
+run only what is missing (--fresh starts over).
 """
 
 from __future__ import annotations
@@ -17,53 +21,15 @@ import csv
 import os
 import statistics
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from evaluation.fabric.dcqcn import DEFAULT_PROFILE, PROFILES
+from evaluation.fabric.rows import FIELDS
 from evaluation.fabric.scenarios import PRESETS, SCENARIOS, Run, scenario_runs
-from evaluation.fabric.sim import FabricResult, simulate
-
-FIELDS = (
-    "scenario",
-    "pfc",
-    "profile",
-    "variant",
-    "param",
-    "seed",
-    "hosts",
-    "topology",
-    "splits",
-    "active_chunks",
-    "passes",
-    "ecmp",
-    "fabric",
-    "chunk_kb",
-    "cct_us",
-    "cct_jobs_us",
-    "lockstep_us",
-    "bound_us",
-    "x_bound",
-    "max_overlap",
-    "mean_overlap",
-    "symphony_marks",
-    "queue_marks",
-    "cnps",
-    "acks",
-    "nacks",
-    "dropped",
-    "out_of_order",
-    "pfc_pauses",
-    "pfc_paused_ms",
-    "events",
-    "wall_s",
-    "error",
-)
-
+from evaluation.fabric.sweep import STORE_NAME, RunStore, run_key, run_sweep, series_arrays
 
 CONFIG_FLAGS = (
     "topology",
@@ -81,49 +47,6 @@ CONFIG_FLAGS = (
     "cores",
     "oversub",
 )
-
-
-def _run(run: Run) -> tuple[Run, FabricResult]:
-    return run, simulate(run.cfg, run.seed)
-
-
-def row(run: Run, res: FabricResult) -> dict[str, object]:
-    st = res.stats
-    return {
-        "scenario": run.scenario,
-        "pfc": int(run.cfg.pfc),
-        "profile": run.cfg.cc.name,
-        "variant": run.variant,
-        "param": run.param,
-        "seed": run.seed,
-        "hosts": run.cfg.hosts,
-        "topology": run.cfg.topology,
-        "splits": run.cfg.splits,
-        "active_chunks": run.cfg.active_chunks,
-        "passes": run.cfg.passes,
-        "ecmp": run.cfg.ecmp,
-        "fabric": run.cfg.fabric,
-        "chunk_kb": run.cfg.chunk_bytes // 1024,
-        "cct_us": round(res.cct_max_us, 1),
-        "cct_jobs_us": " ".join(f"{c:.1f}" for c in res.cct_us),
-        "lockstep_us": round(res.lockstep_us, 1),
-        "bound_us": round(res.bound_us, 1),
-        "x_bound": round(res.cct_max_us / res.bound_us, 3),
-        "max_overlap": max(res.max_overlap),
-        "mean_overlap": round(max(res.mean_overlap), 3),
-        "symphony_marks": st["symphony_marks"],
-        "queue_marks": st["queue_marks"],
-        "cnps": st["cnps"],
-        "acks": st["acks"],
-        "nacks": st["nacks"],
-        "dropped": st["dropped"] + st["bg_dropped"],
-        "out_of_order": st["out_of_order"],
-        "pfc_pauses": st["pfc_pauses"],
-        "pfc_paused_ms": round(st["pfc_paused_ps"] / 1e9, 3),
-        "events": st["events"],
-        "wall_s": round(res.wall_s, 3),
-        "error": st["error"],
-    }
 
 
 def summarise(rows: list[dict[str, object]]) -> str:
@@ -216,6 +139,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--pods", type=int, help="multipod: pods (default hosts / 128)")
     ap.add_argument("--cores", type=int, help="multipod: core switches (default one per pod)")
     ap.add_argument("--oversub", type=float, help="multipod: core oversubscription N (1:N)")
+    ap.add_argument(
+        "--cluster",
+        metavar="ADDR",
+        help="run on this Dask distributed scheduler (e.g. tcp://host:8786) instead of a local "
+        "process pool; the workers need this repository and its environment",
+    )
+    ap.add_argument(
+        "--fresh",
+        action="store_true",
+        help=f"forget the runs stored in OUT/{STORE_NAME} (default: run only what is missing)",
+    )
     ap.add_argument("--out", type=Path, default=Path("build/evaluation"))
     ap.add_argument("--no-plots", action="store_true")
     args = ap.parse_args(argv)
@@ -240,33 +174,24 @@ def main(argv: list[str] | None = None) -> None:
     # Longest first, so the pool does not end on one slow run.
     runs.sort(key=lambda r: -r.cfg.hosts * r.cfg.lockstep_bound_us())
     args.out.mkdir(parents=True, exist_ok=True)
-    rows: list[dict[str, object]] = []
-    series: dict[str, dict[str, object]] = {}
+    store_path = args.out / STORE_NAME
+    if args.fresh:
+        store_path.unlink(missing_ok=True)
+    store = RunStore(store_path)
+    ran = len({run_key(r) for r in runs} - set(store.results))
     t0 = time.monotonic()
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        for run, res in tqdm(pool.map(_run, runs), total=len(runs), desc="runs", unit="run"):
-            rows.append(row(run, res))
-            if run.seed == 0 and run.param in ("", "1.13"):
-                key = f"{run.scenario}/{run.variant}"
-                series[key] = {
-                    "overlap": res.overlap_series,
-                    "rx_gbps": res.rx_gbps_series,
-                    "sample_us": res.sample_us,
-                }
+    try:
+        results = run_sweep(runs, store, workers=args.jobs, cluster=args.cluster)
+    finally:
+        store.close()
     wall = time.monotonic() - t0
+    rows = [r.row for r in results]
     rows.sort(key=lambda r: (str(r["scenario"]), str(r["variant"]), str(r["param"]), r["seed"]))
     with open(args.out / "runs.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=FIELDS)
         w.writeheader()
         w.writerows(rows)
-    np.savez_compressed(
-        args.out / "series.npz",
-        **{
-            f"{k}/{name}": np.asarray(v[name])
-            for k, v in series.items()
-            for name in ("overlap", "rx_gbps", "sample_us")
-        },
-    )
+    np.savez_compressed(args.out / "series.npz", **series_arrays(zip(runs, results, strict=True)))
     events = sum(int(r["events"]) for r in rows)
     cpu = sum(float(r["wall_s"]) for r in rows)
     text = summarise(rows)
@@ -276,9 +201,11 @@ def main(argv: list[str] | None = None) -> None:
         f"\n{capped} runs hit the {runs[0].cfg.max_ms / 1000:g} s simulated-time cap (column "
         f"capped; their CCT is the cap), {other} runs ended with another error flag\n"
     )
+    where = f"on {args.cluster}" if args.cluster else f"on {args.jobs} local workers"
     text += (
-        f"\n{len(rows)} runs, {events / 1e6:.0f} M events in {wall:.0f} s wall on "
-        f"{args.jobs} workers; kernel {events / cpu / 1e6:.1f} M events/s per core\n"
+        f"\n{len(rows)} runs ({ran} run now {where} in {wall:.0f} s wall, the others read from "
+        f"{STORE_NAME}), {events / 1e6:.0f} M events; kernel {events / cpu / 1e6:.1f} M "
+        f"events/s per core\n"
     )
     (args.out / "summary.md").write_text(text)
     print(text)

@@ -24,6 +24,8 @@ import numpy as np
 from numba import njit
 
 from evaluation.fabric import symphony_kernel as sk
+from evaluation.fabric.kernel_io import Background, Flows, Limits, Nic, Outputs, Symphony, Topology
+from evaluation.fabric.kernel_state import INF, State
 
 EV_QP_READY, EV_NIC_TXDONE, EV_ARRIVE, EV_PORT_TXDONE, EV_DEC = range(5)
 EV_RPT, EV_RTO, EV_SAMPLE, EV_START, EV_BG, EV_PFC = range(5, 11)
@@ -47,14 +49,23 @@ WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY = 6, 7, 8, 10
 MODE_BASELINE, MODE_SYMPHONY, MODE_PQ = 0, 1, 2
 
 
-@njit(cache=True, inline="always")
-def _push(ht, hd, hn, t, d):
-    i = hn[0]
-    if i >= ht.shape[0]:
-        return False
-    hn[0] = i + 1
-    while i > 0:
-        parent = (i - 1) >> 1
+# Heap positions, and the packet and port indices of the hottest handlers (pku, portu), are
+# unsigned: numba indexes with a signed integer only after adding the length to a negative one,
+# three instructions on every access and on the heap's critical path (measured: 1.2x for the
+# heap alone). Each is a copy under its own name, as numba would type a variable that holds
+# both int64 and uint64 as float64.
+U0 = np.uint64(0)
+U1 = np.uint64(1)
+
+
+@njit(cache=True, _nrt=False)
+def _push(ht, hd, n, t, d):
+    """The heap's new size, or -1 (then and after) once it is full."""
+    if n < 0 or n >= hd.shape[0] - 1:
+        return -1
+    i = np.uint64(n)
+    while i > U0:
+        parent = (i - U1) >> U1
         if ht[parent] <= t:
             break
         ht[i] = ht[parent]
@@ -62,36 +73,57 @@ def _push(ht, hd, hn, t, d):
         i = parent
     ht[i] = t
     hd[i] = d
-    return True
+    return n + 1
 
 
-@njit(cache=True, inline="always")
-def _pop(ht, hd, hn):
+@njit(cache=True, _nrt=False)
+def _pop(ht, hd, size):
+    """(time, payload, new size): the root, then the last entry t sifted down from the root.
+    Floyd's order of work: the hole goes down to a leaf along the smaller children (no
+    comparison with t; the child picked without a branch; INF past the end standing for a
+    missing child; the grandchildren written as read a level ahead, measured a few percent
+    faster than one pair per level, though LLVM still loads the chosen pair after the
+    compare), then t rises while its parent is >= t. That leaves every entry exactly
+    where the textbook sift-down (stop at the first child >= t) leaves it, so simultaneous
+    events pop in the same order as before: the recorded runs depend on that order."""
     t0 = ht[0]
     d0 = hd[0]
-    n = hn[0] - 1
-    hn[0] = n
-    if n > 0:
-        t = ht[n]
-        d = hd[n]
-        i = 0
-        while True:
-            c = 2 * i + 1
-            if c >= n:
-                break
-            if c + 1 < n and ht[c + 1] < ht[c]:
-                c += 1
-            if ht[c] >= t:
-                break
-            ht[i] = ht[c]
+    n = np.uint64(size - 1)
+    t = ht[n]
+    d = hd[n]
+    ht[n] = INF
+    if n > U0:
+        i = U0
+        c = U1
+        a = ht[1]
+        b = ht[2]
+        while c < n:
+            g = c + c + U1
+            g0 = ht[g]
+            g1 = ht[g + U1]
+            g2 = ht[g + np.uint64(2)]
+            g3 = ht[g + np.uint64(3)]
+            sel = b < a
+            c += np.uint64(sel)
+            ht[i] = b if sel else a
             hd[i] = hd[c]
             i = c
+            a = g2 if sel else g0
+            b = g3 if sel else g1
+            c = i + i + U1
+        while i > U0:
+            p = (i - U1) >> U1
+            if ht[p] < t:
+                break
+            ht[i] = ht[p]
+            hd[i] = hd[p]
+            i = p
         ht[i] = t
         hd[i] = d
-    return t0, d0
+    return t0, d0, size - 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _enq(head, tail, qlen, nxt, a, c, pk):
     nxt[pk] = -1
     if qlen[a, c] == 0:
@@ -102,7 +134,7 @@ def _enq(head, tail, qlen, nxt, a, c, pk):
     qlen[a, c] += 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _deq(head, qlen, nxt, a, c):
     pk = head[a, c]
     head[a, c] = nxt[pk]
@@ -110,7 +142,7 @@ def _deq(head, qlen, nxt, a, c):
     return pk
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _win_bound(win, var_win, rc, line_gbps, in_flight_bytes):
     """RdmaQueuePair::IsWinBound with GetWin: no window (0), or in-flight bytes >= the window,
     scaled by rate / line rate under VAR_WIN (at least 1 byte)."""
@@ -124,7 +156,7 @@ def _win_bound(win, var_win, rc, line_gbps, in_flight_bytes):
     return in_flight_bytes >= w
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _alpha_ticks(alpha, alpha_next, alpha_flag, f, now, t_alpha, g):
     """UpdateAlphaMlx, free-running every t_alpha from the first CNP on, evaluated lazily: run
     the ticks due by `now`. The first one sees the CNP flag of its window, the rest decay."""
@@ -140,7 +172,7 @@ def _alpha_ticks(alpha, alpha_next, alpha_flag, f, now, t_alpha, g):
         alpha[f] *= (1.0 - g) ** k
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _trace(tr, stats, now, f, code, rc, rt, alpha, stage, fly_max):
     n = stats[S_TRACE_N]
     if n < tr.shape[0]:
@@ -156,189 +188,88 @@ def _trace(tr, stats, now, f, code, rc, rt, alpha, stage, fly_max):
         stats[S_TRACE_N] = n + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def run(
-    seed,
-    mode,
-    # topology
-    port_ser,
-    port_switch,
-    prop_ps,
-    buffer_pkts,
-    qthr,
-    # PFC (pfc = 0: per-port drop-tail at buffer_pkts; 1: shared switch buffer, PFC)
-    pfc,
-    sw_buf,
-    sw_free0,
-    pfc_shift,
-    resume_pkts,
-    # flows
-    f_src,
-    f_dst,
-    f_job,
-    f_step,
-    f_npk,
-    f_path,
-    f_plen,
-    f_slot,
-    f_sig,
-    f_psn0,
-    succ_ptr,
-    succ_idx,
-    f_npred,
-    f_rpath,
-    f_rplen,
-    f_start,
-    n_hosts,
-    n_jobs,
-    n_steps,
-    # symphony
-    prm,
-    n_switches,
-    late_start_ps,
-    log_tab,
-    alpha_tab,
-    thr_tab,
-    # NIC and DCQCN, rdma-hw.cc CC_MODE 1 (rates in Gb/s, times in ps, sizes in bytes)
-    line_gbps,
-    mtu,
-    g,
-    t_alpha,
-    t_dec,
-    t_inc,
-    fast_recovery,
-    ai,
-    hai,
-    min_rate,
-    clamp_tgt,
-    rate_first_cnp,
-    f_win,
-    var_win,
-    ack_bytes,
-    ack_ctrl,
-    ack_hi_nic,
-    nack_ps,
-    cnp_int_ps,
-    rto_ps,
-    f_ce_psn,  # tests: [flow, k] PSN indices the sender's NIC marks CE (-1: none)
-    # background
-    bg_port,
-    bg_t0,
-    bg_t1,
-    bg_gap,
-    # sampling, limits
-    sample_ps,
-    max_samples,
-    max_ps,
-    pool_size,
-    # outputs
-    f_done,
-    f_begin,
-    job_end,
-    ov_series,
-    rx_series,
-    job_maxov,
-    stats,
-    js,
-    cc_trace,  # tests: [row, 8] the senders' DCQCN events (0 rows: off)
-):
+    seed: int,
+    mode: int,
+    topo: Topology,
+    flows: Flows,
+    sym: Symphony,
+    nic: Nic,
+    bg: Background,
+    lim: Limits,
+    out: Outputs,
+    st: State,
+) -> int:
+    """One run; returns the number of samples written. `st` must be fresh from
+    `kernel_state.new_state` (the kernel allocates nothing: numba's runtime is off)."""
     np.random.seed(seed)
+    # the groups' fields as the locals the loop below reads (free without the runtime)
+    port_ser, port_switch, prop_ps = topo.port_ser, topo.port_switch, topo.prop_ps
+    buffer_pkts, qthr, pfc = topo.buffer_pkts, topo.qthr, topo.pfc
+    sw_buf, pfc_shift = topo.sw_buf, topo.pfc_shift
+    resume_pkts, n_hosts = topo.resume_pkts, topo.n_hosts
+    f_src, f_job, f_step, f_npk = flows.src, flows.job, flows.step, flows.npk
+    f_path, f_plen, f_row, f_sig, f_psn0 = (
+        flows.path,
+        flows.plen,
+        flows.slot_row,
+        flows.sig,
+        flows.psn0,
+    )
+    succ_ptr, succ_idx = flows.succ_ptr, flows.succ_idx
+    f_rpath, f_rplen, f_start = flows.rpath, flows.rplen, flows.start
+    f_win, f_ce_psn, n_jobs = flows.win, flows.ce_psn, flows.n_jobs
+    prm, late_start_ps = sym.prm, sym.late_start_ps
+    log_tab, alpha_tab, thr_tab = sym.log_tab, sym.alpha_tab, sym.thr_tab
+    line_gbps, mtu, g = nic.line_gbps, nic.mtu, nic.g
+    t_alpha, t_dec, t_inc = nic.t_alpha, nic.t_dec, nic.t_inc
+    fast_recovery, ai, hai, min_rate = nic.fast_recovery, nic.ai, nic.hai, nic.min_rate
+    clamp_tgt, rate_first_cnp, var_win = nic.clamp_tgt, nic.rate_first_cnp, nic.var_win
+    ack_bytes, ack_ctrl, ack_hi_nic = nic.ack_bytes, nic.ack_ctrl, nic.ack_hi_nic
+    nack_ps, cnp_int_ps, rto_ps = nic.nack_ps, nic.cnp_int_ps, nic.rto_ps
+    bg_port, bg_t0, bg_t1, bg_gap = bg.port, bg.t0, bg.t1, bg.gap
+    sample_ps, max_samples, max_ps = lim.sample_ps, lim.max_samples, lim.max_ps
+    pool_size = lim.pool_size
+    f_done, f_begin, job_end = out.f_done, out.f_begin, out.job_end
+    ov_series, rx_series, job_maxov = out.ov_series, out.rx_series, out.job_maxov
+    stats, js, cc_trace = out.stats, out.js, out.cc_trace
+    flows_tab, ht, hd = st.flows_tab, st.ht, st.hd
+    hn = 0  # the heap's size; -1 once it overflowed
+    pk_flow, pk_kind, pk_idx, pk_hop = st.pk_flow, st.pk_kind, st.pk_idx, st.pk_hop
+    pk_ce, pk_prio, pk_in, pk_next = st.pk_ce, st.pk_prio, st.pk_in, st.pk_next
+    free, in_use, ack_ser = st.free, st.in_use, st.ack_ser
+    q_head, q_tail, q_len, q_bytes = st.q_head, st.q_tail, st.q_len, st.q_bytes
+    busy, pending, sw_used, ing = st.busy, st.pending, st.sw_used, st.ing
+    xoff, after_xoff, paused, paused_since = st.xoff, st.after_xoff, st.paused, st.paused_since
+    a_head, a_tail, a_len = st.a_head, st.a_tail, st.a_len
+    rq_buf, rq_head, rq_len = st.rq_buf, st.rq_head, st.rq_len
+    snd_next, snd_una, snd_sched = st.snd_next, st.snd_una, st.snd_sched
+    next_avail, qp_done, rto_mark, rto_armed = st.next_avail, st.qp_done, st.rto_mark, st.rto_armed
+    rc, rt, alpha, alpha_next, alpha_flag = st.rc, st.rt, st.alpha, st.alpha_next, st.alpha_flag
+    dec_flag, dec_next, dec_pending = st.dec_flag, st.dec_next, st.dec_pending
+    stage, next_inc, rpt_evt, f_cls, fly_max = (
+        st.stage,
+        st.next_inc,
+        st.rpt_evt,
+        st.f_cls,
+        st.fly_max,
+    )
+    rcv_exp, nack_last, nack_timer, last_cnp = st.rcv_exp, st.nack_last, st.nack_timer, st.last_cnp
+    wait, active, distinct, left, rx_acc = st.wait, st.active, st.distinct, st.left, st.rx_acc
+
     nf = f_src.shape[0]
-    n_ports = port_ser.shape[0]
-    flows_tab = np.zeros((n_switches, 65536), dtype=np.int64)
     mtu_bits = float(mtu * 8)
-
-    # event heap
-    heap_cap = pool_size + 8 * nf + 12 * n_ports + bg_port.shape[0] + 1024
-    ht = np.empty(heap_cap, dtype=np.int64)
-    hd = np.empty(heap_cap, dtype=np.int64)
-    hn = np.zeros(1, dtype=np.int64)
-
-    # packet pool: data (kind 0, flow -1 for background), ACK (1), NACK (2)
-    pk_flow = np.empty(pool_size, dtype=np.int64)
-    pk_kind = np.zeros(pool_size, dtype=np.int64)
-    pk_idx = np.empty(pool_size, dtype=np.int64)  # data: PSN index; ACK/NACK: next expected
-    pk_hop = np.empty(pool_size, dtype=np.int64)
-    pk_ce = np.empty(pool_size, dtype=np.int64)  # data: CE; ACK/NACK: the CNP flag
-    pk_prio = np.empty(pool_size, dtype=np.int64)
-    pk_in = np.empty(pool_size, dtype=np.int64)  # ingress link (upstream egress port), -1 none
-    pk_next = np.empty(pool_size, dtype=np.int64)  # FIFO link
-    free = np.arange(pool_size - 1, -1, -1).astype(np.int64)
     nfree = pool_size
-
-    # ports: FIFOs (linked through pk_next) per class, in bytes for RED and PFC: 0 and 1 data
-    # (1 only in PQ mode, 0 served first), 2 control (ACKs with ack_ctrl: served first, never
-    # paused, not in the PFC accounting, as HPCC's switch queue 0)
-    ack_ser = port_ser * ack_bytes // mtu
-    q_head = np.full((n_ports, 3), -1, dtype=np.int64)
-    q_tail = np.full((n_ports, 3), -1, dtype=np.int64)
-    q_len = np.zeros((n_ports, 3), dtype=np.int64)
-    q_bytes = np.zeros((n_ports, 3), dtype=np.int64)
-    busy = np.zeros(n_ports, dtype=np.int64)
-    pending = np.zeros(n_ports, dtype=np.int64)
+    rq_cap = rq_buf.shape[1]
     port_cap = buffer_pkts * mtu
-    # PFC, in bytes: per switch, bytes held; per link (= upstream egress port) and priority,
-    # bytes held at the downstream switch, whether we sent XOFF, whether the upstream is paused
     sw_cap = sw_buf * mtu
-    sw_free = sw_free0 * mtu
+    sw_free = st.sw_free
     resume_b = resume_pkts * mtu
-    sw_used = np.zeros(n_switches, dtype=np.int64)
-    ing = np.zeros((n_ports, 2), dtype=np.int64)
-    xoff = np.zeros((n_ports, 2), dtype=np.int64)
-    after_xoff = np.zeros((n_ports, 2), dtype=np.int64)
-    paused = np.zeros((n_ports, 2), dtype=np.int64)
-    paused_since = np.zeros(n_ports, dtype=np.int64)
     max_sw_b = 0
     hdrm_b = 0
-
-    # NICs: the ACK queue (served first) and a FIFO of flows whose pacing timer has fired
-    a_head = np.full((n_hosts, 1), -1, dtype=np.int64)
-    a_tail = np.full((n_hosts, 1), -1, dtype=np.int64)
-    a_len = np.zeros((n_hosts, 1), dtype=np.int64)
-    per_host = np.zeros(n_hosts, dtype=np.int64)
-    for f in range(nf):
-        per_host[f_src[f]] += 1
-    rq_cap = per_host.max() + 2  # a host's flows can all be ready at once
-    rq_buf = np.empty((n_hosts, rq_cap), dtype=np.int64)
-    rq_head = np.zeros(n_hosts, dtype=np.int64)
-    rq_len = np.zeros(n_hosts, dtype=np.int64)
-
-    # senders (RdmaQueuePair): go-back-N state, pacing, DCQCN (mlx) state
-    snd_next = np.zeros(nf, dtype=np.int64)
-    snd_una = np.zeros(nf, dtype=np.int64)
-    snd_sched = np.zeros(nf, dtype=np.int64)  # a QP_READY is pending or the flow is ready
-    next_avail = np.zeros(nf, dtype=np.int64)  # m_nextAvail
-    qp_done = np.zeros(nf, dtype=np.int64)  # all ACKed: QpComplete cancelled the timers
-    rto_mark = np.full(nf, -1, dtype=np.int64)
-    rto_armed = np.zeros(nf, dtype=np.int64)
-    rc = np.full(nf, line_gbps)  # m_rate
-    rt = np.full(nf, line_gbps)  # m_targetRate
-    alpha = np.ones(nf)
-    alpha_next = np.full(nf, -1, dtype=np.int64)  # next UpdateAlphaMlx; -1: before the 1st CNP
-    alpha_flag = np.zeros(nf, dtype=np.int64)  # m_alpha_cnp_arrived
-    dec_flag = np.zeros(nf, dtype=np.int64)  # m_decrease_cnp_arrived
-    dec_next = np.full(nf, -1, dtype=np.int64)  # the CheckRateDecreaseMlx grid
-    dec_pending = np.zeros(nf, dtype=np.int64)
-    stage = np.zeros(nf, dtype=np.int64)  # m_rpTimeStage
-    next_inc = np.full(nf, -1, dtype=np.int64)  # RP timer; -1: not running
-    rpt_evt = np.full(nf, -1, dtype=np.int64)  # time of its pending event (at most one)
-    f_cls = np.zeros(nf, dtype=np.int64)  # PQ: the flow's class, fixed at its start
-    fly_max = np.zeros(nf, dtype=np.int64)  # for cc_trace
     tracing = cc_trace.shape[0] > 0
     forced_ce = f_ce_psn.shape[1] > 0
-    # receivers (RdmaRxQueuePair)
-    rcv_exp = np.zeros(nf, dtype=np.int64)
-    nack_last = np.full(nf, -1, dtype=np.int64)
-    nack_timer = np.zeros(nf, dtype=np.int64)
-    last_cnp = np.full(nf, -(1 << 60), dtype=np.int64)
-
-    wait = f_npred.copy()  # predecessors not yet delivered
-
-    # jobs
-    active = np.zeros((n_jobs + 1, n_steps), dtype=np.int64)
-    distinct = np.zeros(n_jobs + 1, dtype=np.int64)
-    left = np.zeros(n_jobs + 1, dtype=np.int64)
-    rx_acc = np.zeros(n_jobs + 1, dtype=np.int64)
     for f in range(nf):
         left[f_job[f]] += 1
     jobs_left = 0
@@ -347,17 +278,16 @@ def run(
             jobs_left += 1
     n_samples = 0
 
-    ok = True
     for f in range(nf):
         if f_start[f] >= 0:
-            ok &= _push(ht, hd, hn, f_start[f], EV_START | (f << 4))
+            hn = _push(ht, hd, hn, f_start[f], EV_START | (f << 4))
     for b in range(bg_port.shape[0]):
-        ok &= _push(ht, hd, hn, bg_t0[b], EV_BG | (b << 4))
-    ok &= _push(ht, hd, hn, 0, EV_SAMPLE)
+        hn = _push(ht, hd, hn, bg_t0[b], EV_BG | (b << 4))
+    hn = _push(ht, hd, hn, 0, EV_SAMPLE)
 
     now = 0
-    while hn[0] > 0 and jobs_left > 0 and ok:
-        now, d = _pop(ht, hd, hn)
+    while hn > 0 and jobs_left > 0:
+        now, d, hn = _pop(ht, hd, hn)
         stats[S_EVENTS] += 1
         ev = d & 15
         x = d >> 4
@@ -367,15 +297,16 @@ def run(
 
         if ev == EV_ARRIVE:
             pk = x
-            f = pk_flow[pk]
-            hop = pk_hop[pk]
-            kind = pk_kind[pk]
+            pku = np.uint64(pk)
+            f = pk_flow[pku]
+            hop = pk_hop[pku]
+            kind = pk_kind[pku]
             if kind != KIND_DATA:
                 if hop == f_rplen[f]:
                     # the sender: RdmaHw::ReceiveAck
                     stats[S_CTRL_DONE] += 1
-                    seq = pk_idx[pk]
-                    cnp = pk_ce[pk]
+                    seq = pk_idx[pku]
+                    cnp = pk_ce[pku]
                     free[nfree] = pk
                     nfree += 1
                     if qp_done[f]:
@@ -422,7 +353,7 @@ def run(
                             if dec_next[f] <= now:
                                 dec_next[f] += ((now - dec_next[f]) // t_dec + 1) * t_dec
                             dec_pending[f] = 1
-                            ok &= _push(ht, hd, hn, dec_next[f], EV_DEC | (f << 4))
+                            hn = _push(ht, hd, hn, dec_next[f], EV_DEC | (f << 4))
                     # TriggerTransmit: the ACK may have opened the window
                     if (
                         snd_sched[f] == 0
@@ -433,16 +364,17 @@ def run(
                         )
                     ):
                         snd_sched[f] = 1
-                        ok &= _push(ht, hd, hn, max(now, next_avail[f]), EV_QP_READY | (f << 4))
+                        hn = _push(ht, hd, hn, max(now, next_avail[f]), EV_QP_READY | (f << 4))
                     continue
                 port = f_rpath[f, hop]
+                portu = np.uint64(port)
                 link = f_rpath[f, hop - 1]
                 prio = 2 if ack_ctrl else f_cls[f]
                 size = ack_bytes
             else:
                 if hop == f_plen[f]:
                     # the receiver: RdmaHw::ReceiveUdp / ReceiverCheckSeq (ACK interval 1)
-                    idx = pk_idx[pk]
+                    idx = pk_idx[pku]
                     exp = rcv_exp[f]
                     reply = 0
                     if idx == exp:
@@ -450,7 +382,7 @@ def run(
                         rcv_exp[f] = exp + 1
                         stats[S_DELIVERED] += 1
                         rx_acc[f_job[f]] += 1
-                        if pk_ce[pk]:
+                        if pk_ce[pku]:
                             stats[S_CE_DELIVERED] += 1
                         if exp + 1 == f_npk[f]:
                             f_done[f] = now
@@ -467,7 +399,7 @@ def run(
                                 nxt = succ_idx[e]
                                 wait[nxt] -= 1
                                 if wait[nxt] == 0:
-                                    ok &= _push(ht, hd, hn, now, EV_START | (nxt << 4))
+                                    hn = _push(ht, hd, hn, now, EV_START | (nxt << 4))
                     elif idx > exp:
                         stats[S_OOO] += 1
                         if now >= nack_timer[f] or nack_last[f] != exp:
@@ -482,7 +414,7 @@ def run(
                         nfree += 1
                         continue
                     # the data packet becomes its ACK/NACK, CNP flag = its CE bit
-                    cnp = pk_ce[pk]
+                    cnp = pk_ce[pku]
                     if cnp and cnp_int_ps > 0:
                         if now - last_cnp[f] >= cnp_int_ps:
                             last_cnp[f] = now
@@ -490,25 +422,26 @@ def run(
                             cnp = 0
                     stats[S_ACKS] += 1
                     stats[S_CNPS] += cnp
-                    pk_kind[pk] = reply
-                    pk_idx[pk] = rcv_exp[f]
-                    pk_ce[pk] = cnp
-                    pk_hop[pk] = 1
+                    pk_kind[pku] = reply
+                    pk_idx[pku] = rcv_exp[f]
+                    pk_ce[pku] = cnp
+                    pk_hop[pku] = 1
                     h = f_rpath[f, 0]
                     _enq(a_head, a_tail, a_len, pk_next, h, 0, pk)
                     if pending[h] == 0:
                         pending[h] = 1
-                        ok &= _push(ht, hd, hn, max(now, busy[h]), EV_NIC_TXDONE | (h << 4))
+                        hn = _push(ht, hd, hn, max(now, busy[h]), EV_NIC_TXDONE | (h << 4))
                     continue
                 # a switch: ingress Symphony, then the egress queue
                 port = f_path[f, hop]
+                portu = np.uint64(port)
                 link = f_path[f, hop - 1]
                 prio = f_cls[f]
                 size = mtu
                 stats[S_HOPS] += 1
                 if mode == MODE_SYMPHONY:
-                    sw = port_switch[port]
-                    idx = pk_idx[pk]
+                    sw = port_switch[portu]
+                    idx = pk_idx[pku]
                     npk = f_npk[f]
                     if npk == 1:
                         opc = WRITE_ONLY
@@ -526,7 +459,7 @@ def run(
                         prm,
                         sw,
                         j,
-                        f_slot[f],
+                        f_row[f],  # the flow's slot as a row of the dense flows_tab
                         f_sig[f],
                         s,
                         opc,
@@ -541,17 +474,17 @@ def run(
                         if sk.decide(thr, coin):
                             js[sw, j, sk.JS_MARKS] += 1
                             stats[S_SYM_MARKS] += 1
-                            pk_ce[pk] = 1
+                            pk_ce[pku] = 1
                             if not sk.step_later(s, js[sw, j, sk.JS_STEP_MIN]):
                                 stats[S_MARKS_NOT_OUTPACING] += 1
-            sw = port_switch[port]
-            pk_prio[pk] = prio
+            sw = port_switch[portu]
+            pk_prio[pku] = prio
             # enqueue (drop-tail on the port's bytes, or on the switch's shared buffer; the
             # control class is outside both)
             if prio < 2 and (
                 (sw_used[sw] + size > sw_cap)
                 if pfc
-                else (q_bytes[port, 0] + q_bytes[port, 1] + size > port_cap)
+                else (q_bytes[portu, 0] + q_bytes[portu, 1] + size > port_cap)
             ):
                 if kind == KIND_DATA:
                     stats[S_DROPPED] += 1
@@ -561,10 +494,10 @@ def run(
                 nfree += 1
                 continue
             _enq(q_head, q_tail, q_len, pk_next, port, prio, pk)
-            q_bytes[port, prio] += size
-            pk_in[pk] = -1
+            q_bytes[portu, prio] += size
+            pk_in[pku] = -1
             if pfc and prio < 2:
-                pk_in[pk] = link
+                pk_in[pku] = link
                 sw_used[sw] += size
                 if sw_used[sw] > max_sw_b:
                     max_sw_b = sw_used[sw]
@@ -578,18 +511,16 @@ def run(
                     xoff[link, prio] = 1
                     after_xoff[link, prio] = 0
                     stats[S_PAUSES] += 1
-                    ok &= _push(
-                        ht, hd, hn, now + prop_ps, EV_PFC | ((link * 4 + prio * 2 + 1) << 4)
-                    )
-            depth = (q_bytes[port, 0] + q_bytes[port, 1] + mtu - 1) // mtu
+                    hn = _push(ht, hd, hn, now + prop_ps, EV_PFC | ((link * 4 + prio * 2 + 1) << 4))
+            depth = (q_bytes[portu, 0] + q_bytes[portu, 1] + mtu - 1) // mtu
             if depth > stats[S_MAX_QUEUE]:
                 stats[S_MAX_QUEUE] = depth
-            if pending[port] == 0:
-                if busy[port] <= now:
+            if pending[portu] == 0:
+                if busy[portu] <= now:
                     ev = EV_PORT_TXDONE  # start now, below
                 else:
-                    pending[port] = 1
-                    ok &= _push(ht, hd, hn, busy[port], EV_PORT_TXDONE | (port << 4))
+                    pending[portu] = 1
+                    hn = _push(ht, hd, hn, busy[portu], EV_PORT_TXDONE | (port << 4))
                     continue
             else:
                 continue
@@ -597,37 +528,39 @@ def run(
 
         if ev == EV_PORT_TXDONE:
             port = x
-            pending[port] = 0
-            if q_len[port, 2] > 0:
+            portu = np.uint64(port)
+            pending[portu] = 0
+            if q_len[portu, 2] > 0:
                 pr = 2
-            elif q_len[port, 0] > 0 and paused[port, 0] == 0:
+            elif q_len[portu, 0] > 0 and paused[portu, 0] == 0:
                 pr = 0
-            elif q_len[port, 1] > 0 and paused[port, 1] == 0:
+            elif q_len[portu, 1] > 0 and paused[portu, 1] == 0:
                 pr = 1
             else:
                 continue
-            pk = _deq(q_head, q_len, pk_next, port, pr)
-            kind = pk_kind[pk]
+            pk = _deq(q_head, q_len, pk_next, portu, pr)
+            pku = np.uint64(pk)
+            kind = pk_kind[pku]
             size = ack_bytes if kind != KIND_DATA else mtu
-            q_bytes[port, pr] -= size
-            busy[port] = now + (ack_ser[port] if kind != KIND_DATA else port_ser[port])
-            if q_len[port, 0] + q_len[port, 1] + q_len[port, 2] > 0:
-                pending[port] = 1
-                ok &= _push(ht, hd, hn, busy[port], EV_PORT_TXDONE | (port << 4))
+            q_bytes[portu, pr] -= size
+            busy[portu] = now + (ack_ser[portu] if kind != KIND_DATA else port_ser[portu])
+            if q_len[portu, 0] + q_len[portu, 1] + q_len[portu, 2] > 0:
+                pending[portu] = 1
+                hn = _push(ht, hd, hn, busy[portu], EV_PORT_TXDONE | (port << 4))
             if pfc and pr < 2:
-                sw = port_switch[port]
+                sw = port_switch[portu]
                 sw_used[sw] -= size
-                link = pk_in[pk]
+                link = pk_in[pku]
                 if link >= 0:
                     ing[link, pr] -= size
                     if xoff[link, pr]:
                         thr_pfc = (sw_free[sw] - sw_used[sw]) >> pfc_shift
                         if ing[link, pr] == 0 or ing[link, pr] + resume_b <= thr_pfc:
                             xoff[link, pr] = 0
-                            ok &= _push(
+                            hn = _push(
                                 ht, hd, hn, now + prop_ps, EV_PFC | ((link * 4 + pr * 2) << 4)
                             )
-            f = pk_flow[pk]
+            f = pk_flow[pku]
             if f < 0:
                 stats[S_BG_DONE] += 1
                 free[nfree] = pk
@@ -636,15 +569,15 @@ def run(
             if kind == KIND_DATA:
                 # RED/ECN on the bytes this packet leaves behind in its queue, in MTUs (an
                 # ACK's mark would be ignored: HPCC's NIC reads no ECN bits from ACKs)
-                depth = q_bytes[port, pr] // mtu
+                depth = q_bytes[portu, pr] // mtu
                 if depth >= qthr.shape[0]:
                     depth = qthr.shape[0] - 1
                 th = qthr[depth]
                 if th > 0 and (th >= sk.COIN_RANGE or np.random.randint(0, sk.COIN_RANGE) < th):
                     stats[S_QUEUE_MARKS] += 1
-                    pk_ce[pk] = 1
-            pk_hop[pk] += 1
-            ok &= _push(ht, hd, hn, busy[port] + prop_ps, EV_ARRIVE | (pk << 4))
+                    pk_ce[pku] = 1
+            pk_hop[pku] += 1
+            hn = _push(ht, hd, hn, busy[portu] + prop_ps, EV_ARRIVE | (pk << 4))
             continue
 
         if ev == EV_START:
@@ -675,7 +608,7 @@ def run(
             if busy[h] > now or pending[h]:
                 if pending[h] == 0:
                     pending[h] = 1
-                    ok &= _push(ht, hd, hn, busy[h], EV_NIC_TXDONE | (h << 4))
+                    hn = _push(ht, hd, hn, busy[h], EV_NIC_TXDONE | (h << 4))
                 continue
             ev = EV_NIC_TXDONE
             x = h
@@ -690,10 +623,10 @@ def run(
                 if ack_hi_nic or paused[h, f_cls[pk_flow[pk]]] == 0:
                     _deq(a_head, a_len, pk_next, h, 0)
                     busy[h] = now + ack_ser[h]
-                    ok &= _push(ht, hd, hn, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
+                    hn = _push(ht, hd, hn, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
                     if a_len[h, 0] + rq_len[h] > 0:
                         pending[h] = 1
-                        ok &= _push(ht, hd, hn, busy[h], EV_NIC_TXDONE | (h << 4))
+                        hn = _push(ht, hd, hn, busy[h], EV_NIC_TXDONE | (h << 4))
                     continue
             f = -1
             m = rq_len[h]
@@ -716,7 +649,7 @@ def run(
                         if rto_ps > 0 and rto_armed[c] == 0:
                             rto_armed[c] = 1
                             rto_mark[c] = snd_una[c]
-                            ok &= _push(ht, hd, hn, now + rto_ps, EV_RTO | (c << 4))
+                            hn = _push(ht, hd, hn, now + rto_ps, EV_RTO | (c << 4))
                         continue
                     f = c
                     break
@@ -742,21 +675,21 @@ def run(
                 fly_max[f] = snd_next[f] - snd_una[f]
             stats[S_SENT] += 1
             busy[h] = now + port_ser[h]
-            ok &= _push(ht, hd, hn, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
+            hn = _push(ht, hd, hn, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
             if rq_len[h] + a_len[h, 0] > 0:
                 pending[h] = 1
-                ok &= _push(ht, hd, hn, busy[h], EV_NIC_TXDONE | (h << 4))
+                hn = _push(ht, hd, hn, busy[h], EV_NIC_TXDONE | (h << 4))
             # pacing (UpdateNextAvail, RATE_BOUND 1): the next packet at the current rate
             gap = np.int64(mtu_bits / rc[f] * 1000.0)
             next_avail[f] = now + gap
             if snd_next[f] < f_npk[f]:
-                ok &= _push(ht, hd, hn, now + gap, EV_QP_READY | (f << 4))
+                hn = _push(ht, hd, hn, now + gap, EV_QP_READY | (f << 4))
             else:
                 snd_sched[f] = 0
                 if rto_ps > 0 and rto_armed[f] == 0:
                     rto_armed[f] = 1
                     rto_mark[f] = snd_una[f]
-                    ok &= _push(ht, hd, hn, now + rto_ps, EV_RTO | (f << 4))
+                    hn = _push(ht, hd, hn, now + rto_ps, EV_RTO | (f << 4))
             continue
 
         if ev == EV_DEC:
@@ -779,7 +712,7 @@ def run(
                 next_inc[f] = now + t_inc  # the RP timer restarts (the old one is cancelled)
                 if rpt_evt[f] < 0:  # else the pending, earlier event moves itself here
                     rpt_evt[f] = next_inc[f]
-                    ok &= _push(ht, hd, hn, next_inc[f], EV_RPT | (f << 4))
+                    hn = _push(ht, hd, hn, next_inc[f], EV_RPT | (f << 4))
             continue
 
         if ev == EV_RPT:
@@ -790,11 +723,11 @@ def run(
                 continue
             if now != next_inc[f]:
                 rpt_evt[f] = next_inc[f]
-                ok &= _push(ht, hd, hn, next_inc[f], EV_RPT | (f << 4))
+                hn = _push(ht, hd, hn, next_inc[f], EV_RPT | (f << 4))
                 continue
             next_inc[f] = now + t_inc
             rpt_evt[f] = next_inc[f]
-            ok &= _push(ht, hd, hn, next_inc[f], EV_RPT | (f << 4))
+            hn = _push(ht, hd, hn, next_inc[f], EV_RPT | (f << 4))
             if stage[f] < fast_recovery:
                 pass  # FastRecoveryMlx: rc halfway to rt
             elif stage[f] == fast_recovery:
@@ -817,13 +750,13 @@ def run(
             if snd_una[f] != rto_mark[f]:
                 rto_armed[f] = 1
                 rto_mark[f] = snd_una[f]  # progress since the timer was armed: wait more
-                ok &= _push(ht, hd, hn, now + rto_ps, EV_RTO | (f << 4))
+                hn = _push(ht, hd, hn, now + rto_ps, EV_RTO | (f << 4))
                 continue
             stats[S_RTOS] += 1
             snd_next[f] = snd_una[f]
             if snd_next[f] < f_npk[f]:
                 snd_sched[f] = 1
-                ok &= _push(ht, hd, hn, max(now, next_avail[f]), EV_QP_READY | (f << 4))
+                hn = _push(ht, hd, hn, max(now, next_avail[f]), EV_QP_READY | (f << 4))
             continue
 
         if ev == EV_SAMPLE:
@@ -833,7 +766,7 @@ def run(
                     rx_series[j, n_samples] = rx_acc[j]
                     rx_acc[j] = 0
                 n_samples += 1
-            ok &= _push(ht, hd, hn, now + sample_ps, EV_SAMPLE)
+            hn = _push(ht, hd, hn, now + sample_ps, EV_SAMPLE)
             continue
 
         if ev == EV_BG:
@@ -863,8 +796,8 @@ def run(
                 q_bytes[port, pr] += mtu
                 if pending[port] == 0:
                     pending[port] = 1
-                    ok &= _push(ht, hd, hn, max(now, busy[port]), EV_PORT_TXDONE | (port << 4))
-            ok &= _push(ht, hd, hn, now + bg_gap[b], EV_BG | (b << 4))
+                    hn = _push(ht, hd, hn, max(now, busy[port]), EV_PORT_TXDONE | (port << 4))
+            hn = _push(ht, hd, hn, now + bg_gap[b], EV_BG | (b << 4))
             continue
 
         if ev == EV_PFC:
@@ -883,12 +816,12 @@ def run(
                 if link < n_hosts:
                     if rq_len[link] + a_len[link, 0] > 0:
                         pending[link] = 1
-                        ok &= _push(ht, hd, hn, max(now, busy[link]), EV_NIC_TXDONE | (link << 4))
+                        hn = _push(ht, hd, hn, max(now, busy[link]), EV_NIC_TXDONE | (link << 4))
                 elif q_len[link, pr] > 0:
                     pending[link] = 1
-                    ok &= _push(ht, hd, hn, max(now, busy[link]), EV_PORT_TXDONE | (link << 4))
+                    hn = _push(ht, hd, hn, max(now, busy[link]), EV_PORT_TXDONE | (link << 4))
             continue
-    if not ok:
+    if hn < 0:
         stats[S_ERROR] |= ERR_HEAP
     if jobs_left > 0 and stats[S_ERROR] == 0:
         stats[S_ERROR] |= ERR_STUCK
@@ -901,7 +834,6 @@ def run(
     stats[S_HDRM_MAX] = (hdrm_b + mtu - 1) // mtu
     # packets still queued or on a wire when the last job finished (late duplicates, ACKs of
     # the last packets, background)
-    in_use = np.ones(pool_size, dtype=np.bool_)
     for i in range(nfree):
         in_use[free[i]] = False
     for i in range(pool_size):

@@ -4,6 +4,7 @@ metrics. Deterministic for a given (cfg, seed)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -13,6 +14,8 @@ from evaluation.fabric import symphony_kernel as sk
 from evaluation.fabric.bound import link_load_bound_us
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.dcqcn import bdp_bytes
+from evaluation.fabric.kernel_io import Background, Flows, Limits, Nic, Outputs, Symphony, Topology
+from evaluation.fabric.kernel_state import new_state, register_rows
 from evaluation.fabric.topology import (
     CustomFlows,
     Fabric,
@@ -126,17 +129,40 @@ def flow_windows(cfg: FabricConfig, f_plen: np.ndarray) -> np.ndarray:
     return win * cfg.mtu // cfg.payload_bytes
 
 
+# (seed, mode, inputs..., outputs) -> samples written: `run_kernel`, or a reference kernel
+# behind the same inputs (bench/reference_kernel)
+KernelCall = Callable[[int, int, Topology, Flows, Symphony, Nic, Background, Limits, Outputs], int]
+
+
+def run_kernel(
+    seed: int,
+    mode: int,
+    topo: Topology,
+    flows: Flows,
+    sym: Symphony,
+    nic: Nic,
+    bg: Background,
+    lim: Limits,
+    out: Outputs,
+) -> int:
+    """Today's event kernel on fresh working arrays."""
+    state = new_state(topo, flows, nic, bg, lim)
+    return kn.run(seed, mode, topo, flows, sym, nic, bg, lim, out, state)
+
+
 def simulate(
     cfg: FabricConfig,
     seed: int,
     flows: list[tuple[int, int, int, int, int]] | CustomFlows | None = None,
     ce_psn: dict[int, list[int]] | None = None,
     cc_trace_rows: int = 0,
+    kernel: KernelCall = run_kernel,
 ) -> FabricResult:
     """One run. `flows` replaces the ring workload by independent flows
     (`topology.custom_workload`). For tests: `ce_psn` {flow: PSN indices} are CE-marked by
     the sender's NIC; `cc_trace_rows` > 0 records the senders' DCQCN events
-    (`FabricResult.cc_trace`, columns as `kernel.TR_*` say)."""
+    (`FabricResult.cc_trace`, columns as `kernel.TR_*` say). `kernel` runs the event loop
+    (bench/fabric_speed.py passes the reference kernel)."""
     cfg.validate()
     rng = np.random.default_rng(seed)
     fab = build_fabric(cfg)
@@ -178,81 +204,91 @@ def simulate(
         f_ce_psn[f, : len(psns)] = psns
     cc_trace = np.zeros((cc_trace_rows, 8))
 
-    t0 = time.perf_counter()
-    n_samples = kn.run(
-        seed,
-        mode,
-        fab.port_ser_ps,
-        fab.port_switch,
-        cfg.prop_ns * 1000,
-        cfg.buffer_pkts,
-        queue_thresholds(cfg),
-        int(cfg.pfc),
-        cfg.switch_buffer_pkts,
-        sw_free0,
-        cfg.pfc_shift,
-        cfg.pfc_resume_pkts,
-        wl.f_src,
-        wl.f_dst,
-        wl.f_job,
-        wl.f_step,
-        wl.f_npk,
-        wl.f_path,
-        wl.f_plen,
-        wl.f_slot,
-        wl.f_sig,
-        wl.f_psn0,
-        wl.dag.succ_ptr,
-        wl.dag.succ_idx,
-        wl.dag.npred,
-        wl.f_rpath,
-        wl.f_rplen,
-        wl.f_start_ps,
-        cfg.hosts,
-        wl.n_jobs,
-        wl.n_steps,
-        prm,
-        fab.n_switches,
-        round(cfg.late_start_us * PS),
-        log_tab,
-        alpha_tab,
-        thr_tab,
-        cfg.link_gbps,
-        cfg.mtu,
-        d.g,
-        round(d.t_alpha_us * PS),
-        round(d.t_dec_us * PS),
-        round(d.t_inc_us * PS),
-        d.fast_recovery,
-        d.ai_gbps,
-        d.hai_gbps,
-        d.min_gbps,
-        d.clamp_target_rate,
-        d.rate_on_first_cnp,
-        flow_windows(cfg, wl.f_plen),
-        d.var_win,
-        d.ack_bytes,
-        d.ack_queue == "control",
-        d.ack_high_prio,
-        round(d.nack_interval_us * PS),
-        round(d.cnp_interval_us * PS),
-        0 if cfg.pfc else round(cfg.rto_us * PS),  # HPCC has no timeout; lossy mode needs one
-        f_ce_psn,
-        *bg,
-        round(cfg.sample_us * PS),
-        max_samples,
-        round(cfg.max_ms * 1000 * PS),
-        pool,
-        f_done,
-        f_begin,
-        job_end,
-        ov,
-        rx,
-        job_maxov,
-        stats,
-        js,
-        cc_trace,
+    topo = Topology(
+        port_ser=fab.port_ser_ps,
+        port_switch=fab.port_switch,
+        prop_ps=cfg.prop_ns * 1000,
+        buffer_pkts=cfg.buffer_pkts,
+        qthr=queue_thresholds(cfg),
+        pfc=int(cfg.pfc),
+        sw_buf=cfg.switch_buffer_pkts,
+        sw_free0=sw_free0,
+        pfc_shift=cfg.pfc_shift,
+        resume_pkts=cfg.pfc_resume_pkts,
+        n_hosts=cfg.hosts,
+        n_switches=fab.n_switches,
     )
+    fl = Flows(
+        src=wl.f_src,
+        dst=wl.f_dst,
+        job=wl.f_job,
+        step=wl.f_step,
+        npk=wl.f_npk,
+        path=wl.f_path,
+        plen=wl.f_plen,
+        slot=wl.f_slot,
+        slot_row=register_rows(wl.f_slot),
+        sig=wl.f_sig,
+        psn0=wl.f_psn0,
+        succ_ptr=wl.dag.succ_ptr,
+        succ_idx=wl.dag.succ_idx,
+        npred=wl.dag.npred,
+        rpath=wl.f_rpath,
+        rplen=wl.f_rplen,
+        start=wl.f_start_ps,
+        win=flow_windows(cfg, wl.f_plen),
+        ce_psn=f_ce_psn,
+        n_jobs=wl.n_jobs,
+        n_steps=wl.n_steps,
+    )
+    sym = Symphony(
+        prm=prm,
+        late_start_ps=round(cfg.late_start_us * PS),
+        log_tab=log_tab,
+        alpha_tab=alpha_tab,
+        thr_tab=thr_tab,
+    )
+    nic = Nic(
+        line_gbps=cfg.link_gbps,
+        mtu=cfg.mtu,
+        g=d.g,
+        t_alpha=round(d.t_alpha_us * PS),
+        t_dec=round(d.t_dec_us * PS),
+        t_inc=round(d.t_inc_us * PS),
+        fast_recovery=d.fast_recovery,
+        ai=d.ai_gbps,
+        hai=d.hai_gbps,
+        min_rate=d.min_gbps,
+        clamp_tgt=d.clamp_target_rate,
+        rate_first_cnp=d.rate_on_first_cnp,
+        var_win=d.var_win,
+        ack_bytes=d.ack_bytes,
+        ack_ctrl=d.ack_queue == "control",
+        ack_hi_nic=d.ack_high_prio,
+        nack_ps=round(d.nack_interval_us * PS),
+        cnp_int_ps=round(d.cnp_interval_us * PS),
+        rto_ps=0 if cfg.pfc else round(cfg.rto_us * PS),  # HPCC has no timeout; lossy needs one
+    )
+    bgs = Background(*bg)
+    lim = Limits(
+        sample_ps=round(cfg.sample_us * PS),
+        max_samples=max_samples,
+        max_ps=round(cfg.max_ms * 1000 * PS),
+        pool_size=pool,
+    )
+    out = Outputs(
+        f_done=f_done,
+        f_begin=f_begin,
+        job_end=job_end,
+        ov_series=ov,
+        rx_series=rx,
+        job_maxov=job_maxov,
+        stats=stats,
+        js=js,
+        cc_trace=cc_trace,
+    )
+    t0 = time.perf_counter()
+    n_samples = kernel(seed, mode, topo, fl, sym, nic, bgs, lim, out)
     wall = time.perf_counter() - t0
     st = {name: int(stats[i]) for name, i in STAT_NAMES.items()}
     st["end_ps"] = int(stats[kn.S_END_PS])
