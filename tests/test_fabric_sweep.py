@@ -120,11 +120,19 @@ def test_a_killed_driver_resumes_with_what_is_missing(tmp_path: Path) -> None:
         "--seeds", "6", "--passes", "40", "--jobs", "1", "--no-plots", "--out", str(tmp_path),
     ]  # fmt: skip
     store = tmp_path / STORE_NAME
-    first = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # its own process group, so that the kill takes its pool's worker too (as a crash of the
+    # driver's machine would) and leaves no orphan computing after the test
+    first = subprocess.Popen(
+        argv,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + WAIT_S
     while len(_lines(store)) < 2 and first.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
-    first.send_signal(signal.SIGKILL)
+    os.killpg(first.pid, signal.SIGKILL)
     first.wait(timeout=WAIT_S)
     before = _lines(store)
     total = 18
