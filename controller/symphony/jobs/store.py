@@ -323,7 +323,6 @@ class BaseJobStore:
         )
 
 
-
 class JobStore(BaseJobStore):
     """The embedded store: one SQLite file, one controller (db_lock.py)."""
 
@@ -378,6 +377,7 @@ class JobStore(BaseJobStore):
                 self._db.execute("ROLLBACK")
             raise
         self._committed()
+
 
 def _first_free(db: Any, lo: int, hi: int) -> int | None:
     """The lowest Job_ID in lo..hi that no live job holds, or None: bisection on counts of the
