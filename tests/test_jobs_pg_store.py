@@ -9,15 +9,23 @@ import sqlite3
 
 import psycopg
 import pytest
-from postgres_fixtures import fresh_database, pg_cluster
 
 from symphony.jobs import allocator, migrations
 from symphony.jobs.errors import JobError, Kind, StoreError
 from symphony.jobs.lease import Lease
 from symphony.jobs.pg_store import PgJobStore
 from symphony.jobs.store import JobStore
+from symphony_tools import postgres
 
-pg = pytest.fixture(scope="module")(pg_cluster)
+
+@pytest.fixture(scope="module")
+def pg():
+    """A PostgreSQL cluster of this module's own (Debian's server), stopped at its end."""
+    why = postgres.missing()
+    if why:
+        pytest.skip(why)
+    with postgres.TempPostgres() as cluster:
+        yield cluster
 
 
 def leading(url: str, name: str = "r1") -> tuple[PgJobStore, Lease]:
@@ -37,7 +45,7 @@ def any_store(request, tmp_path, pg):
         yield s
         s.close()
         return
-    s, lease = leading(fresh_database(pg))
+    s, lease = leading(pg.new_database())
     yield s
     s.close()
     lease.close()
@@ -130,7 +138,7 @@ def test_schema_versions_are_recorded_and_a_newer_schema_is_refused(tmp_path, pg
     with pytest.raises(migrations.SchemaTooNew, match="newer than this controller"):
         JobStore(path)
 
-    url = fresh_database(pg)
+    url = pg.new_database()
     PgJobStore(url).close()
     PgJobStore(url).close()  # a second open (another replica) applies nothing twice
     with psycopg.connect(url, autocommit=True) as c:
@@ -164,7 +172,7 @@ def test_a_database_from_before_the_migrations_is_adopted(tmp_path):
 def test_writes_are_fenced_by_the_lease_epoch(pg):
     """A follower's store writes nothing; a deposed leader's next write is refused with
     NOT_LEADER naming the new leader, and what it committed before stays."""
-    url = fresh_database(pg)
+    url = pg.new_database()
     follower = PgJobStore(url)
     with pytest.raises(JobError) as err:
         follower.allocate("k", "n", "tag", [], ["s1"], {})
@@ -189,7 +197,7 @@ def test_writes_are_fenced_by_the_lease_epoch(pg):
 
 
 def test_the_lease_expires_renews_and_names_its_holder(pg):
-    url = fresh_database(pg)
+    url = pg.new_database()
     PgJobStore(url).close()
     a = Lease(url, "a", "a:1", ttl_s=0.5)
     b = Lease(url, "b", "b:1", ttl_s=0.5)

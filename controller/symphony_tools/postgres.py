@@ -67,6 +67,7 @@ class TempPostgres:
         )
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
         self._started = False
+        self._databases = 0
 
     def _run(self, *argv: str) -> subprocess.CompletedProcess[str]:
         """A server tool, as the cluster's owner."""
@@ -109,6 +110,16 @@ class TempPostgres:
         )
         self._check(made, "createdb")
         return self
+
+    def new_database(self) -> str:
+        """The URL of a new, empty database in the cluster (a test of its own, fresh schema)."""
+        self._databases += 1
+        name = f"{self.database}_{self._databases}"
+        made = self._run(
+            "createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name
+        )
+        self._check(made, "createdb")
+        return self.url.rsplit("/", 1)[0] + f"/{name}"
 
     def log(self) -> str:
         path = self.dir / "server.log"
