@@ -254,7 +254,7 @@ def test_bmv2_thrift_port_refuses_a_non_loopback_connection(switch):
         probe = (
             "import socket,sys\n"
             "try:\n"
-            f"    socket.create_connection(('10.231.77.1', int(sys.argv[1])), timeout=5).close()\n"
+            "    socket.create_connection(('10.231.77.1', int(sys.argv[1])), timeout=5).close()\n"
             "    print('connected')\n"
             "except OSError as e:\n"
             "    print(type(e).__name__)\n"
