@@ -13,7 +13,7 @@ All replicas connect as the same role, which may see each other's sessions.
 
 The leader also keeps a local deadline (`Held.valid_until`, monotonic clock): a lease renewed
 at local time t lasts at least until t + ttl on the database (its ``now()`` was later than t),
-so a leader that has not renewed by then stops writing before anyone can take over, even when
+so a leader that has not renewed by then (less a margin, LOCAL_SHARE) stops writing before anyone can take over, even when
 it cannot reach the database to find out (a SIGSTOPped process resumes past its deadline).
 """
 
@@ -27,6 +27,10 @@ import psycopg
 
 from symphony.jobs.errors import StoreError
 from symphony.jobs.pg_store import connect
+
+# The share of the TTL a leader trusts its lease for, locally: the rest absorbs the two clocks'
+# drift and the time between the gate's check and the write it lets through.
+LOCAL_SHARE = 0.9
 
 # A live lease connection: the same pid *and* start time (a pid may be reused by PostgreSQL).
 _HOLDER_ALIVE = (
@@ -85,7 +89,7 @@ class Lease:
             " RETURNING epoch",
             (self.name, self.address, self.ttl_s),
         )
-        return None if row is None else Held(row[0], t0 + self.ttl_s)
+        return None if row is None else Held(row[0], t0 + self.ttl_s * LOCAL_SHARE)
 
     def renew(self, held: Held) -> Held | None:
         """Extend our lease; None when it is no longer ours (a follower took it)."""
@@ -95,7 +99,7 @@ class Lease:
             " address = %s WHERE id = 1 AND epoch = %s AND holder = %s RETURNING epoch",
             (self.ttl_s, self.address, held.epoch, self.name),
         )
-        return None if row is None else Held(held.epoch, t0 + self.ttl_s)
+        return None if row is None else Held(held.epoch, t0 + self.ttl_s * LOCAL_SHARE)
 
     def release(self, held: Held) -> None:
         """Give the lease up (a clean stop): a follower may take it at its next poll."""
