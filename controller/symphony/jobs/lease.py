@@ -13,8 +13,9 @@ All replicas connect as the same role, which may see each other's sessions.
 
 The leader also keeps a local deadline (`Held.valid_until`, monotonic clock): a lease renewed
 at local time t lasts at least until t + ttl on the database (its ``now()`` was later than t),
-so a leader that has not renewed by then (less a margin, LOCAL_SHARE) stops writing before anyone can take over, even when
-it cannot reach the database to find out (a SIGSTOPped process resumes past its deadline).
+so a leader that has not renewed by then (less a margin, LOCAL_SHARE) stops writing before
+anyone can take over, even when it cannot reach the database to find out (a SIGSTOPped process
+resumes past its deadline).
 """
 
 from __future__ import annotations
