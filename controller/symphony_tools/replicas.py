@@ -18,6 +18,10 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+import grpc
+
+from symphony.api import symphony_pb2 as pb
+from symphony.api import symphony_pb2_grpc as pb_grpc
 from symphony_tools.postgres import free_port
 
 # A config body for one replica: (API address, metrics address) -> TOML without the store.
@@ -59,6 +63,22 @@ class ReplicaProc:
         )
         log.close()
         self.paused = False
+
+    def wait_api(self, limit_s: float = 60.0) -> None:
+        """Until its API answers a read (a deadline for slow machines, not a timing check)."""
+        deadline = time.monotonic() + limit_s
+        with grpc.insecure_channel(self.api) as channel:
+            stub = pb_grpc.JobServiceStub(channel)
+            while True:
+                if not self.alive():
+                    raise AssertionError(f"{self.name} exited:\n{self.log()}")
+                try:
+                    stub.List(pb.ListRequest(), timeout=1)
+                    return
+                except grpc.RpcError:
+                    if time.monotonic() > deadline:
+                        raise AssertionError(f"{self.name}: no API after {limit_s}s") from None
+                    time.sleep(0.05)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -123,8 +143,11 @@ class ReplicaSet:
         return ",".join(r.api for r in self.replicas)
 
     def start(self) -> None:
+        """Start every replica and wait until each one's API answers."""
         for r in self.replicas:
             r.start()
+        for r in self.replicas:
+            r.wait_api()
 
     def leader(self, limit_s: float = 60.0, exclude: ReplicaProc | None = None) -> ReplicaProc:
         """The one replica that says it leads (waits for an election; a deadline for slow
