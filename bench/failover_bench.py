@@ -34,7 +34,7 @@ from pathlib import Path
 
 from symphony.config import load
 from symphony_tools.chaos import Chaos, switch_settled
-from symphony_tools.postgres import TempPostgres
+from symphony_tools.postgres import TempPostgres, free_port
 from symphony_tools.replicas import ReplicaSet
 from symphony_tools.testbed import Bmv2Env
 
@@ -59,9 +59,23 @@ def main() -> int:
     ap.add_argument("--ttl", type=float, default=3.0, help="lease_ttl_s of the replicas")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument(
+        "--no-switch",
+        action="store_true",
+        help="the leadership alone: the replicas' switch never answers (no bmv2, no root), so "
+        "jobs stay pending and the switch is not compared with the store",
+    )
     args = ap.parse_args()
 
     def body(api: str, metrics: str) -> str:
+        if args.no_switch:
+            return ENV.controller_toml(
+                api=api,
+                metrics=metrics,
+                p4info=dummy / "p4info.txtpb",
+                bmv2_json=dummy / "bmv2.json",
+                controller="install_timeout_s = 0.2\nbackoff_initial_s = 1",
+            ).replace(ENV.grpc_addr, f"127.0.0.1:{free_port()}")
         return ENV.controller_toml(
             api=api,
             metrics=metrics,
@@ -72,7 +86,13 @@ def main() -> int:
         )
 
     tmp = Path(tempfile.mkdtemp(prefix="symphony-failover-"))
-    ENV.script("start")
+    dummy = tmp / "no-switch"
+    if args.no_switch:
+        dummy.mkdir()
+        (dummy / "p4info.txtpb").write_text("")
+        (dummy / "bmv2.json").write_text("{}")
+    else:
+        ENV.script("start")
     t0 = time.monotonic()
     try:
         with TempPostgres() as pg:
@@ -88,17 +108,21 @@ def main() -> int:
                     allocations=args.allocations,
                     kills=args.kills,
                     seed=args.seed,
-                    settled=switch_settled(url, cfg, ENV.grpc_addr, ENV.device_id),
+                    settled=None
+                    if args.no_switch
+                    else switch_settled(url, cfg, ENV.grpc_addr, ENV.device_id),
                 ).run()
             finally:
                 rs.stop()
     finally:
-        ENV.script("stop")
+        if not args.no_switch:
+            ENV.script("stop")
     took = time.monotonic() - t0
     fo = result.failover_s
     print(f"$ {' '.join(sys.argv)}")
     print(
-        f"{args.replicas} replicas, {args.clients} clients, lease_ttl_s {args.ttl}: "
+        f"{args.replicas} replicas, {args.clients} clients, lease_ttl_s {args.ttl}"
+        f"{' (no switch)' if args.no_switch else ', bmv2'}: "
         f"{len(result.allocated)} allocations and {len(result.released)} releases acknowledged, "
         f"{result.kills} leader SIGKILLs, {took:.0f} s"
     )
