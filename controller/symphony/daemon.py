@@ -138,14 +138,7 @@ async def run(cfg: Config, stop: asyncio.Event | None = None) -> None:
     else:
         pg_store = store = PgJobStore(cfg.store.url, f"symphony:{cfg.store.replica}")
         lease = Lease(cfg.store.url, cfg.store.replica, cfg.store.advertise, cfg.store.lease_ttl_s)
-        leading_ref: list[Leading] = []
-        replica = Replica(
-            cfg.store.replica,
-            pg_store,
-            lease,
-            start_leading=lambda epoch: leading_ref[0].start(epoch),
-            stop_leading=lambda: leading_ref[0].stop(),
-        )
+        replica = Replica(cfg.store.replica, pg_store, lease)
         manager = JobManager(cfg, store, gate=replica)
     collector = telemetry.SymphonyCollector(
         manager, replica=replica.status if replica is not None else None
@@ -159,8 +152,7 @@ async def run(cfg: Config, stop: asyncio.Event | None = None) -> None:
         await leading.start(None)
     else:
         leading.fence = replica.check
-        leading_ref.append(leading)
-        replica_task = asyncio.create_task(replica.run(stop), name="replica")
+        replica_task = asyncio.create_task(replica.run(stop, leading), name="replica")
     LOG.info(
         "symphony-controller running: %d switch(es), %d live job(s)%s",
         len(cfg.switches),

@@ -25,8 +25,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from symphony.jobs.errors import StoreError, not_leader
 from symphony.jobs.lease import Held, LeaderInfo, Lease
@@ -51,20 +51,20 @@ class ReplicaStatus:
     leader: str  # the leader's API address, when known
 
 
+class LeaderWork(Protocol):
+    """What a replica runs while it leads (the daemon's switch sessions and telemetry)."""
+
+    async def start(self, epoch: int | None) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
 class Replica:
-    def __init__(
-        self,
-        name: str,
-        store: PgJobStore,
-        lease: Lease,
-        start_leading: Callable[[int], Awaitable[None]],
-        stop_leading: Callable[[], Awaitable[None]],
-    ) -> None:
+    def __init__(self, name: str, store: PgJobStore, lease: Lease) -> None:
         self.name = name
         self.store = store
         self.lease = lease
-        self._start_leading = start_leading
-        self._stop_leading = stop_leading
+        self._work: LeaderWork | None = None
         self.held: Held | None = None
         self.leader: LeaderInfo | None = None
         self.failovers = 0
@@ -108,7 +108,9 @@ class Replica:
 
     # ---- the loop -----------------------------------------------------------------------------
 
-    async def run(self, stop: asyncio.Event) -> None:
+    async def run(self, stop: asyncio.Event, work: LeaderWork) -> None:
+        """Follow or lead until ``stop``; ``work`` runs from each takeover to the step-down."""
+        self._work = work
         try:
             while not stop.is_set():
                 try:
@@ -162,7 +164,8 @@ class Replica:
         self.failovers += 1
         self.leader = LeaderInfo(held.epoch, self.name, self.lease.address, True)
         try:
-            await self._start_leading(held.epoch)
+            assert self._work is not None
+            await self._work.start(held.epoch)
         except Exception:
             LOG.exception("replica %s: could not start leading", self.name)
             await self._step_down("failed to start leading")
@@ -188,7 +191,8 @@ class Replica:
         if held is None:
             return
         LOG.warning("replica %s: stepping down from epoch %d: %s", self.name, held.epoch, why)
-        await self._stop_leading()
+        assert self._work is not None
+        await self._work.stop()
 
 
 async def _wait(stop: asyncio.Event, seconds: float) -> None:
