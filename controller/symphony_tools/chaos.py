@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import finsy
+from finsy.proto import p4r
 
 from symphony.client import ApiError, Client, Retry
 from symphony.config import Config
@@ -96,7 +97,7 @@ async def _switch_job_entries(address: str, device_id: int) -> tuple[dict[Any, b
     async with finsy.Switch("chaos-reader", address, opts) as sw:
         schema = sw.p4info
         job_tables = {schema.tables[t].id for t in desired.JOB_TABLES}
-        got = await raw_read.table_entries(sw, finsy.proto.p4r.TableEntry())
+        got = await raw_read.table_entries(sw, p4r.TableEntry())
         out = {
             entries.key_of(e): entries.strip_for_compare(e).SerializeToString(deterministic=True)
             for e in got

@@ -136,9 +136,12 @@ def test_a_paused_leader_resumed_after_failover_changes_nothing(replicas):
     old = replicas.leader()
     with Client(replicas.addresses, retry=PATIENT, timeout_s=20) as c:
         a = c.allocate("k-a", "a", switches=["s1"], params={"t_win_us": 0}).job
-        wait_settled(settled)
-        old.signal(signal.SIGSTOP)
-        new = replicas.leader(exclude=old)
+    wait_settled(settled)
+    old.signal(signal.SIGSTOP)
+    new = replicas.leader(exclude=old)
+    # (A paused replica answers nothing: a client that tried it first would wait its timeout.)
+    others = [r.api for r in replicas.replicas if r is not old]
+    with Client([new.api, *others, old.api], retry=PATIENT, timeout_s=20) as c:
         # The new leader changes the switch: a released, b allocated (in a's Job_ID's stead).
         c.release("a")
         b = c.allocate("k-b", "b", switches=["s1"], mode="hosts", hosts=["10.0.0.7"]).job
