@@ -95,6 +95,7 @@ evaluation: setup
 	$(PY) -m evaluation.fabric.golden_diff --packets 1000000 | tee $(BUILD)/evaluation/golden_diff.txt
 	$(PY) bench/fabric_speed.py | tee $(BUILD)/evaluation/speed.txt
 	$(PY) -m evaluation.fabric.analysis --seeds 20 | tee $(BUILD)/evaluation/collision_bound.txt
+	$(PY) -m evaluation.fabric.crossval --seeds 10 | tee $(BUILD)/evaluation/crossval.md
 	$(PY) -m evaluation.fabric --out $(BUILD)/evaluation
 	$(PY) -m evaluation.fabric --no-pfc --scenario ecmp --scenario ecmp-128 --scenario imbalance \
 		--scenario late-start --no-plots --out $(BUILD)/evaluation-nopfc

@@ -28,7 +28,6 @@ import concurrent.futures
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -42,18 +41,13 @@ import grpc
 from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
 from symphony.jobs.store import JobStore
+from symphony_tools.ports import free_port
 from symphony_tools.testbed import Bmv2Env
 
 ROOT = Path(__file__).resolve().parents[1]
 P4INFO = ROOT / "build/bmv2/symphony.p4info.txtpb"
 BMV2_JSON = ROOT / "build/bmv2/symphony.json"
 ENV = Bmv2Env.from_env()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def bmv2(action: str, *args: str) -> None:

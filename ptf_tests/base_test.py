@@ -176,10 +176,20 @@ class SymphonyTest(BaseTest):
     def roce(self, pkt, in_port: int = 0, out_port: int = 1) -> tuple[int, Decision]:
         """Send one RoCE packet through switch and model; return (ECN received, model decision).
 
-        The received packet must be the sent one with at most the ECN bits changed to CE and the
-        IPv4 checksum patched to match; where the model is certain, the ECN must be its answer.
+        The frame must come out as `roce_frame` checks; where the model is certain, the ECN must
+        be its answer.
         """
         decision = self.model.process(parsed_view(pkt), now=0)
+        ecn = self.roce_frame(pkt, in_port, out_port)
+        sent_ecn = pkt[IP].tos & 0b11
+        if decision.mark is not None and sent_ecn in (0b01, 0b10):
+            want = 0b11 if decision.mark else sent_ecn
+            self.assertEqual(ecn, want, f"mark differs from the model: {decision}")
+        return ecn, decision
+
+    def roce_frame(self, pkt, in_port: int = 0, out_port: int = 1) -> int:
+        """Send one packet through the switch alone; return the ECN it leaves with. It must leave
+        as sent but for the ECN bits (at most set to CE) and the IPv4 checksum patched to match."""
         self.send(pkt, in_port)
         got = self.receive(out_port)
         ecn = Ether(got)[IP].tos & 0b11
@@ -188,11 +198,7 @@ class SymphonyTest(BaseTest):
             expected[IP].tos = (pkt[IP].tos & ~0b11) | ecn
             expected[IP].chksum = None  # scapy recomputes it: the switch's patch must agree
         self.assertEqual(got.hex(), bytes(Ether(bytes(expected))).hex(), "packet changed")
-        sent_ecn = pkt[IP].tos & 0b11
-        if decision.mark is not None and sent_ecn in (0b01, 0b10):
-            want = 0b11 if decision.mark else sent_ecn
-            self.assertEqual(ecn, want, f"mark differs from the model: {decision}")
-        return ecn, decision
+        return ecn
 
     def roce_marks(self, pkts, **kw) -> list[bool]:
         """CE-marked or not, for each of a sequence of ECT packets."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 
 import grpc
@@ -17,12 +16,7 @@ from symphony.api import symphony_pb2_grpc as pb_grpc
 from symphony.config import parse
 from symphony.jobs.manager import JobManager
 from symphony.jobs.store import JobStore
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from symphony_tools.ports import free_port
 
 
 def make_config(tmp_path, api=None):

@@ -19,10 +19,10 @@ import time
 
 import grpc
 import pytest
-from test_api_service import free_port
 
 from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
+from symphony_tools.ports import free_port
 
 ROUNDS = int(os.environ.get("SYMPHONY_CRASH_ROUNDS", "100"))
 

@@ -12,26 +12,28 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet
 
+from symphony.model.opcodes import (  # noqa: F401  (re-exported: the builders' callers use them)
+    ACK,
+    CNP,
+    RETH_OPCODES,
+    SEND_FIRST,
+    SEND_LAST,
+    SEND_LAST_IMM,
+    SEND_MIDDLE,
+    SEND_ONLY,
+    SEND_ONLY_IMM,
+    UC,
+    WRITE_FIRST,
+    WRITE_LAST,
+    WRITE_LAST_IMM,
+    WRITE_MIDDLE,
+    WRITE_ONLY,
+    WRITE_ONLY_IMM,
+)
 from symphony.model.pipeline import RocePacket
 
 ROCEV2_PORT = 4791
 
-# BTH opcodes (RC; UC is RC + 0x20).
-SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_LAST_IMM, SEND_ONLY, SEND_ONLY_IMM = range(6)
-WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_LAST_IMM, WRITE_ONLY, WRITE_ONLY_IMM = range(6, 12)
-ACK = 0x11
-CNP = 0x81
-UC = 0x20
-RETH_OPCODES = frozenset(
-    {
-        WRITE_FIRST,
-        WRITE_ONLY,
-        WRITE_ONLY_IMM,
-        UC + WRITE_FIRST,
-        UC + WRITE_ONLY,
-        UC + WRITE_ONLY_IMM,
-    }
-)
 TAG_BITS = 13
 
 

@@ -4,6 +4,10 @@ python -m evaluation.fabric                          # every scenario, 20 seeds 
 python -m evaluation.fabric --scenario ecmp --seeds 20
 python -m evaluation.fabric --quick --seeds 2        # the small configuration of each
 python -m evaluation.fabric --no-pfc --out build/evaluation-nopfc   # lossy: drop-tail, go-back-N
+python -m evaluation.fabric --scenario ecmp --profile hpcc-run-dcqcn  # another NIC profile
+python -m evaluation.fabric --preset v1 --out build/evaluation-v1    # the first version's defaults
+python -m evaluation.fabric --scenario 2d --ecmp ns3 --passes 4 --splits 4 --active-chunks 2
+python -m evaluation.fabric --scenario ecmp --fabric multipod --hosts 256 --oversub 4
 """
 
 from __future__ import annotations
@@ -20,25 +24,37 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from evaluation.fabric.scenarios import SCENARIOS, Run, scenario_runs
+from evaluation.fabric.dcqcn import DEFAULT_PROFILE, PROFILES
+from evaluation.fabric.scenarios import PRESETS, SCENARIOS, Run, scenario_runs
 from evaluation.fabric.sim import FabricResult, simulate
 
 FIELDS = (
     "scenario",
     "pfc",
+    "profile",
     "variant",
     "param",
     "seed",
     "hosts",
+    "topology",
+    "splits",
+    "active_chunks",
+    "passes",
+    "ecmp",
+    "fabric",
     "chunk_kb",
     "cct_us",
     "cct_jobs_us",
     "lockstep_us",
+    "bound_us",
+    "x_bound",
     "max_overlap",
     "mean_overlap",
     "symphony_marks",
     "queue_marks",
     "cnps",
+    "acks",
+    "nacks",
     "dropped",
     "out_of_order",
     "pfc_pauses",
@@ -46,6 +62,24 @@ FIELDS = (
     "events",
     "wall_s",
     "error",
+)
+
+
+CONFIG_FLAGS = (
+    "topology",
+    "dims",
+    "phases",
+    "splits",
+    "active_chunks",
+    "passes",
+    "step_index",
+    "ecmp",
+    "fabric",
+    "hosts",
+    "spines",
+    "pods",
+    "cores",
+    "oversub",
 )
 
 
@@ -58,19 +92,30 @@ def row(run: Run, res: FabricResult) -> dict[str, object]:
     return {
         "scenario": run.scenario,
         "pfc": int(run.cfg.pfc),
+        "profile": run.cfg.cc.name,
         "variant": run.variant,
         "param": run.param,
         "seed": run.seed,
         "hosts": run.cfg.hosts,
+        "topology": run.cfg.topology,
+        "splits": run.cfg.splits,
+        "active_chunks": run.cfg.active_chunks,
+        "passes": run.cfg.passes,
+        "ecmp": run.cfg.ecmp,
+        "fabric": run.cfg.fabric,
         "chunk_kb": run.cfg.chunk_bytes // 1024,
         "cct_us": round(res.cct_max_us, 1),
         "cct_jobs_us": " ".join(f"{c:.1f}" for c in res.cct_us),
         "lockstep_us": round(res.lockstep_us, 1),
+        "bound_us": round(res.bound_us, 1),
+        "x_bound": round(res.cct_max_us / res.bound_us, 3),
         "max_overlap": max(res.max_overlap),
         "mean_overlap": round(max(res.mean_overlap), 3),
         "symphony_marks": st["symphony_marks"],
         "queue_marks": st["queue_marks"],
         "cnps": st["cnps"],
+        "acks": st["acks"],
+        "nacks": st["nacks"],
         "dropped": st["dropped"] + st["bg_dropped"],
         "out_of_order": st["out_of_order"],
         "pfc_pauses": st["pfc_pauses"],
@@ -89,14 +134,15 @@ def summarise(rows: list[dict[str, object]]) -> str:
         by_scn.setdefault(str(r["scenario"]), []).append(r)
     for scn, rs in by_scn.items():
         pfc = "PFC on" if all(int(r["pfc"]) for r in rs) else "PFC off"
+        profiles = ", ".join(sorted({str(r["profile"]) for r in rs}))
         out += [
-            f"### {scn} ({pfc})",
+            f"### {scn} ({pfc}, {profiles})",
             "",
             "| variant | param | seeds | median CCT (ms) | vs baseline | x lockstep | "
-            "mean CCT (ms) | mean vs baseline | "
+            "bound (ms) | x bound | mean CCT (ms) | mean vs baseline | "
             "max overlap (median) | mean overlap | Symphony marks | CNPs | drops | "
             "PFC pauses | capped |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         groups: dict[tuple[str, str], list[dict[str, object]]] = {}
         for r in rs:
@@ -113,9 +159,13 @@ def summarise(rows: list[dict[str, object]]) -> str:
             rel = f"{(med / statistics.median(b) - 1) * 100:+.1f}%" if b else "-"
             rel_mean = f"{(mean / statistics.mean(b) - 1) * 100:+.1f}%" if b else "-"
             lock = float(g[0]["lockstep_us"])
+            # the bound depends on the run's paths: median over the group's runs, and the
+            # median of each run's own CCT / bound
+            bnd = statistics.median(float(x["bound_us"]) for x in g)
+            xb = statistics.median(float(x["x_bound"]) for x in g)
             out.append(
                 f"| {var} | {param} | {len(g)} | {med / 1000:.1f} | {rel} | {med / lock:.2f} | "
-                f"{mean / 1000:.1f} | {rel_mean} | "
+                f"{bnd / 1000:.1f} | {xb:.2f} | {mean / 1000:.1f} | {rel_mean} | "
                 f"{statistics.median(int(x['max_overlap']) for x in g):g} | "
                 f"{statistics.mean(float(x['mean_overlap']) for x in g):.2f} | "
                 f"{statistics.mean(int(x['symphony_marks']) for x in g):.0f} | "
@@ -135,24 +185,60 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sweep-seeds", type=int, default=10, help="seeds per point of a sweep")
     ap.add_argument("--seeds-128", type=int, default=2, help="seeds for ecmp-128 (slow)")
     ap.add_argument("--quick", action="store_true", help="the small configuration of each")
+    ap.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default="table1",
+        help="the defaults every scenario starts from (table1: the paper's stack; v1: the "
+        "first version's)",
+    )
     ap.add_argument("--jobs", "--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--no-pfc", action="store_true", help="lossy fabric: drop-tail, go-back-N")
+    ap.add_argument(
+        "--profile",
+        choices=sorted(PROFILES),
+        help="the NIC's DCQCN profile (evaluation/fabric/dcqcn.py; default: the preset's, "
+        f"{DEFAULT_PROFILE} for table1)",
+    )
+    ap.add_argument("--variant", action="append", help="run only these variants (e.g. baseline)")
+    # workload and fabric (FabricConfig fields; unset = each scenario's default)
+    ap.add_argument("--topology", choices=("rings", "2d"), help="logical topology")
+    ap.add_argument("--dims", type=int, nargs=2, metavar=("N0", "N1"), help="2d ring dims")
+    ap.add_argument("--phases", choices=("localBWAware", "baseline"), help="2d phase order")
+    ap.add_argument("--splits", type=int, help="preferred-dataset-splits (chunks)")
+    ap.add_argument("--active-chunks", type=int, help="active-chunks-per-dimension")
+    ap.add_argument("--passes", type=int, help="collectives back to back per NPU")
+    ap.add_argument("--step-index", choices=("collective", "sport"), help="Symphony's step")
+    ap.add_argument("--ecmp", choices=("salted", "ns3"), help="ECMP hash")
+    ap.add_argument("--fabric", choices=("2tier", "nonblocking", "multipod"))
+    ap.add_argument("--hosts", type=int, help="hosts (256/512: with --fabric multipod)")
+    ap.add_argument("--spines", type=int, help="spines (aggs) per pod")
+    ap.add_argument("--pods", type=int, help="multipod: pods (default hosts / 128)")
+    ap.add_argument("--cores", type=int, help="multipod: core switches (default one per pod)")
+    ap.add_argument("--oversub", type=float, help="multipod: core oversubscription N (1:N)")
     ap.add_argument("--out", type=Path, default=Path("build/evaluation"))
     ap.add_argument("--no-plots", action="store_true")
     args = ap.parse_args(argv)
 
+    options = {k: getattr(args, k) for k in CONFIG_FLAGS if getattr(args, k) is not None}
+    if "dims" in options:
+        options["dims"] = tuple(options["dims"])
     runs: list[Run] = []
     for name in args.scenario or SCENARIOS:
         n = args.seeds
-        if not args.quick and name == "ecmp-128":
+        if not args.quick and name in ("ecmp-128", "2d-128", "table1-128"):
             n = args.seeds_128
         elif not args.quick and name in ("imbalance", "k-sweep", "chunk-sweep"):
             n = args.sweep_seeds
-        runs += scenario_runs(name, range(n), quick=args.quick)
+        runs += scenario_runs(name, range(n), quick=args.quick, options=options, preset=args.preset)
+    if args.variant:
+        runs = [r for r in runs if r.variant in args.variant]
     if args.no_pfc:
         runs = [replace(r, cfg=replace(r.cfg, pfc=False)) for r in runs]
+    if args.profile:
+        runs = [replace(r, cfg=replace(r.cfg, dcqcn=args.profile)) for r in runs]
     # Longest first, so the pool does not end on one slow run.
-    runs.sort(key=lambda r: -r.cfg.hosts * r.cfg.chunk_bytes * r.cfg.steps)
+    runs.sort(key=lambda r: -r.cfg.hosts * r.cfg.lockstep_bound_us())
     args.out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, object]] = []
     series: dict[str, dict[str, object]] = {}

@@ -7,28 +7,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from evaluation.fabric.collectives import packets_per_npu
+from evaluation.fabric.dcqcn import DEFAULT_PROFILE, Dcqcn, profile
 from symphony.model.params import JobParams, QueueParams
 
 Mode = Literal["baseline", "symphony", "pq"]
 Routing = Literal["ecmp", "static"]
+Topology = Literal["rings", "2d"]  # logical topology: concurrent 1D rings, or one 2D ring
+Phases = Literal["localBWAware", "baseline"]  # Astra-Sim's `collective-optimization`
+StepIndex = Literal["collective", "sport"]  # what a flow carries as Symphony's step
+Ecmp = Literal["salted", "ns3"]
+FabricKind = Literal["2tier", "nonblocking", "multipod"]
 MiB = 1 << 20
-RED = QueueParams(k_min=50, k_max=100, p_max=0.2)  # the paper's, in 1 KB packets (HPCC's unit)
-
-
-@dataclass(frozen=True)
-class Dcqcn:
-    """DCQCN reaction point as HPCC's ns-3 runs it (its `dcqcn` mode, rates scaled to 10 Gb/s:
-    AI = 5 Mb/s * bw/25, HAI = 50 Mb/s * bw/25); timers only, no byte counter (HPCC's Mellanox
-    model has none)."""
-
-    g: float = 1 / 256  # EWMA_GAIN
-    t_alpha_us: float = 1.0  # ALPHA_RESUME_INTERVAL
-    t_dec_us: float = 4.0  # RATE_DECREASE_INTERVAL: at most one cut per flow per interval
-    t_inc_us: float = 300.0  # RP_TIMER
-    fast_recovery: int = 1  # FAST_RECOVERY_TIMES
-    ai_gbps: float = 0.002  # RATE_AI
-    hai_gbps: float = 0.02  # RATE_HAI
-    min_gbps: float = 1.0  # MIN_RATE
+POD_HOSTS = 128  # the paper: "clusters of up to 128 nodes reside within a single spine group"
+RED = QueueParams()  # the paper's K_min/K_max/P_max (model/params.py), in 1 KB packets (HPCC's)
+# HPCC's ns-3 as its mix/config.txt runs it: 1000 B of payload in 1036 B frames; ECN at 50 and
+# 100 KB of 1000 B (switch-mmu.cc ConfigEcn), which whole 1036 B packets (the kernel counts a
+# queue's bytes // MTU) come closest to at 48 and 96; BUFFER_SIZE 32 (MiB per switch).
+HPCC_MTU, HPCC_HEADER = 1036, 36
+HPCC_RED = QueueParams(k_min=48, k_max=96, p_max=0.2)
+HPCC_BUFFER_PKTS = 32 * MiB // HPCC_MTU
 
 
 @dataclass(frozen=True)
@@ -49,6 +47,10 @@ class FabricConfig:
     link_gbps: float = 10.0
     prop_ns: int = 1000  # per link
     mtu: int = 1024  # bytes on the wire per data packet (RED thresholds count these)
+    # Of them, headers: HPCC's ns-3 puts PACKET_PAYLOAD_SIZE bytes of payload in a packet and
+    # adds 36 (PPP 2, IPv4 20, UDP 8, SeqTs 6), so its 1000 B payload is 1036 B on the wire.
+    # Messages are cut into packets of `payload_bytes`; HPCC's window counts payload bytes.
+    header_bytes: int = 0
     buffer_pkts: int = 1000  # drop-tail limit of each egress port (PFC off)
     # PFC (802.1Qbb) per ingress port and priority, HPCC's ns-3 switch MMU: a shared buffer per
     # switch, XOFF when the packets an ingress queue holds exceed (free buffer) >> pfc_shift,
@@ -64,16 +66,49 @@ class FabricConfig:
     job_start_us: tuple[float, ...] = (0.0,)  # start of job j (missing entries: 0)
     chunk_bytes: int = 8 * MiB
     routing: Routing = "ecmp"
+    # The collective (Astra-Sim's system layer; docs/evaluation.md cites the source). "rings":
+    # `rings` independent 1D ring all-reduces of `chunk_bytes` per step. "2d": one 2D ring
+    # all-reduce of `chunk_bytes * hosts` per NPU (Table 1: chunk = collective / # of nodes)
+    # over `dims` (N0, N1), (0, 0) = (hosts per ToR, the rest), split into `splits` chunks
+    # (preferred-dataset-splits) of which `active_chunks` run at once per dimension
+    # (active-chunks-per-dimension). `passes` repeats the collective back to back per NPU.
+    topology: Topology = "rings"
+    dims: tuple[int, int] = (0, 0)
+    phases: Phases = "localBWAware"
+    splits: int = 1
+    active_chunks: int = 1
+    passes: int = 1
+    step_index: StepIndex = "collective"
+    # ECMP: "salted" = a per-run seeded hash at the source ToR (the first version); "ns3" =
+    # HPCC/Astra-Sim ns-3's per-switch murmur3 of (sip, dip, sport | dport << 16) seeded by the
+    # switch's node id, source ports counting from 10000 per host pair: the same paths on every
+    # seed.
+    ecmp: Ecmp = "salted"
+    # "2tier": `tors` ToRs, `spines` spines, every link at link_gbps (8 hosts per ToR on 4
+    # uplinks: 2:1). "nonblocking": the same switches with uplinks at link_gbps x hosts per ToR
+    # / spines (1:1). "multipod": `pods` (0: hosts / POD_HOSTS) such non-blocking pods (`tors`
+    # ToRs and `spines` aggs each) under `cores` core switches (0: one per pod: Table 1's 2/4
+    # cores at 256/512 nodes), every agg linked to every core, the core layer oversubscribed
+    # `oversub`:1 against the pods' host bandwidth (the paper: 1:2 to 1:8).
+    fabric: FabricKind = "2tier"
+    pods: int = 0
+    cores: int = 0
+    oversub: float = 2.0
     start_jitter_ns: int = 2000  # step-0 flows start uniformly in [0, jitter]
     imbalance: float = 1.0  # the ToR0 -> spine0 link serves at link_gbps / imbalance
     background: Background = Background()
     mode: Mode = "baseline"
     symphony: JobParams = field(default_factory=JobParams)  # used in mode "symphony"
     late_start_us: float = 0.0  # Symphony marks only after this time (the paper's late start)
-    dcqcn: Dcqcn = Dcqcn()
-    rto_us: float = 1000.0
+    dcqcn: Dcqcn | str = DEFAULT_PROFILE  # a profile of dcqcn.PROFILES by name, or one
+    rto_us: float = 1000.0  # ours: HPCC has no retransmission timer (NACKs only)
     sample_us: float = 100.0
     max_ms: float = 20_000.0
+
+    @property
+    def cc(self) -> Dcqcn:
+        """The NIC profile `dcqcn` names."""
+        return profile(self.dcqcn)
 
     @property
     def ring_size(self) -> int:
@@ -81,11 +116,66 @@ class FabricConfig:
 
     @property
     def steps(self) -> int:
+        """Steps of one 1D ring all-reduce ("rings" topology)."""
         return 2 * (self.ring_size - 1)
 
     @property
+    def payload_bytes(self) -> int:
+        return self.mtu - self.header_bytes
+
+    def packets(self, message_bytes: int) -> int:
+        """Data packets of one message (the last one full size: we do not shorten it)."""
+        return -(-message_bytes // self.payload_bytes)
+
+    @property
     def pkts_per_chunk(self) -> int:
-        return -(-self.chunk_bytes // self.mtu)
+        return self.packets(self.chunk_bytes)
+
+    @property
+    def n_pods(self) -> int:
+        if self.fabric != "multipod":
+            return 1
+        return self.pods or max(1, -(-self.hosts // POD_HOSTS))
+
+    @property
+    def n_tors(self) -> int:
+        return self.tors * self.n_pods
+
+    @property
+    def hosts_per_tor(self) -> int:
+        return self.hosts // self.n_tors
+
+    @property
+    def n_cores(self) -> int:
+        return (self.cores or self.n_pods) if self.fabric == "multipod" else 0
+
+    @property
+    def uplink_gbps(self) -> float:
+        """ToR -> spine (agg) links: the host links' rate, x hosts per ToR / spines when the
+        pod is non-blocking (keeps Table 1's 4 ToR x 4 spine switches and 10 G host links)."""
+        if self.fabric == "2tier":
+            return self.link_gbps
+        return self.link_gbps * self.hosts_per_tor / self.spines
+
+    @property
+    def core_gbps(self) -> float:
+        """Agg -> core links: a pod's host bandwidth / oversub over its spines x cores links."""
+        pod_gbps = self.link_gbps * self.hosts / self.n_pods
+        return pod_gbps / self.oversub / (self.spines * max(self.n_cores, 1))
+
+    @property
+    def dim_sizes(self) -> tuple[int, int]:
+        """The 2D ring's (N0, N1): dim 0 inside a ToR by default (Astra-Sim's NPU i is host i,
+        dim-0 rings are runs of N0 consecutive NPUs)."""
+        if self.dims != (0, 0):
+            return self.dims
+        n0 = self.hosts_per_tor
+        return n0, self.hosts // n0
+
+    @property
+    def collective_bytes(self) -> int:
+        """Bytes each NPU all-reduces in one pass of the "2d" topology."""
+        return self.chunk_bytes * self.hosts
 
     @property
     def headroom_pkts(self) -> int:
@@ -95,18 +185,32 @@ class FabricConfig:
         return -(-int(3 * one_way_bytes) // self.mtu)
 
     def lockstep_bound_us(self) -> float:
-        """2(N-1) chunks back to back at line rate: 2(N-1)/N x S/B with S = N x chunk."""
-        return self.steps * self.pkts_per_chunk * self.mtu * 8 / (self.link_gbps * 1000)
+        """Every NPU's sends back to back at its NIC's line rate, all passes: for a 1D ring
+        2(N-1) chunks, i.e. 2(N-1)/N x S/B with S = N x chunk."""
+        return packets_per_npu(self) * self.mtu * 8 / (self.link_gbps * 1000)
 
     def validate(self) -> FabricConfig:
         n = self.ring_size
-        if self.hosts % self.tors or self.hosts % self.rings or n % self.tors:
-            raise ValueError("hosts must split into rings with the same number of members per ToR")
-        if n < 2 or self.rings % self.jobs:
-            raise ValueError("rings must split evenly between jobs, with >= 2 members each")
+        if self.topology == "rings" and (
+            self.hosts % self.rings or n % self.n_tors or n < 2 or self.rings % self.jobs
+        ):
+            raise ValueError(
+                "hosts must split into rings of >= 2 members with the same number per ToR, "
+                "and rings evenly between jobs"
+            )
         if self.mode not in ("baseline", "symphony", "pq") or self.routing not in (
             "ecmp",
             "static",
         ):
             raise ValueError(f"mode/routing: {self.mode!r}/{self.routing!r}")
+        if self.cc.ack_queue not in ("data", "control"):
+            raise ValueError(f"ack_queue: {self.cc.ack_queue!r}")
+        if self.hosts % self.n_tors or (self.pods and self.fabric != "multipod"):
+            raise ValueError("hosts must split evenly over ToRs; pods needs fabric multipod")
+        if self.topology == "2d":
+            n0, n1 = self.dim_sizes
+            if n0 * n1 != self.hosts or n0 < 2 or n1 < 2 or self.jobs != 1:
+                raise ValueError(f"2d: dims {n0}x{n1} must cover {self.hosts} hosts, one job")
+        if min(self.splits, self.active_chunks, self.passes) < 1:
+            raise ValueError("splits, active_chunks and passes must be >= 1")
         return self

@@ -3,11 +3,19 @@
 Time is in picoseconds (int64). Events sit in a binary heap keyed by time; the payload packs the
 event type in 4 bits and an index above. Per data packet: the sender's pacing timer
 (QP_READY), the NIC, then at each switch an ARRIVE (ingress: the golden model's Symphony
-algorithm, `symphony_kernel.process`) and the egress FIFO (RED/ECN mark at dequeue on the depth
-left behind; drop-tail per port, or with PFC a shared switch buffer whose per-ingress
+algorithm, `symphony_kernel.process`) and the egress FIFO (RED/ECN mark at dequeue on the bytes
+left behind; drop-tail per port, or with PFC a shared switch buffer whose per-ingress byte
 accounting sends XOFF/XON to the upstream port or NIC, `EV_PFC`), and at the receiver
-go-back-N delivery and a CNP. PORT_TXDONE / NIC_TXDONE events exist only while a queue is backed
-up, so an uncongested hop costs one event.
+go-back-N delivery. The receiver turns every in-order packet into an ACK (an out-of-order one
+into a NACK, at most once per 500 us per expected PSN) carrying the CNP flag if the packet was
+CE-marked; ACKs and NACKs are packets of `ack_bytes` on the flow's reverse path (`f_rpath`),
+through the receiver NIC's ACK queue (served before data) and the switches' queues (the flow's
+data class as in HPCC, or a control class served first). The sender runs HPCC's rdma-hw.cc
+CC_MODE 1 (Mellanox DCQCN): cnp_received_mlx on a flagged ACK, UpdateAlphaMlx every t_alpha
+(evaluated lazily, `_alpha_ticks`), CheckRateDecreaseMlx on its t_dec grid (EV_DEC, scheduled
+only after a CNP since it does nothing otherwise), RateIncEventTimerMlx (EV_RPT), the window
+(IsWinBound) and pacing by rate (m_nextAvail). PORT_TXDONE / NIC_TXDONE events exist only while
+a queue is backed up, so an uncongested hop costs one event.
 """
 
 from __future__ import annotations
@@ -17,15 +25,22 @@ from numba import njit
 
 from evaluation.fabric import symphony_kernel as sk
 
-EV_QP_READY, EV_NIC_TXDONE, EV_ARRIVE, EV_PORT_TXDONE, EV_CNP = range(5)
-EV_NACK, EV_RTO, EV_SAMPLE, EV_START, EV_BG, EV_PFC = range(5, 11)
+EV_QP_READY, EV_NIC_TXDONE, EV_ARRIVE, EV_PORT_TXDONE, EV_DEC = range(5)
+EV_RPT, EV_RTO, EV_SAMPLE, EV_START, EV_BG, EV_PFC = range(5, 11)
+KIND_DATA, KIND_ACK, KIND_NACK = 0, 1, 2
 
 # stats[] indices
 S_EVENTS, S_SENT, S_DELIVERED, S_OOO, S_DUP, S_DROPPED = range(6)
 S_BG_SENT, S_BG_DONE, S_BG_DROPPED, S_SYM_MARKS, S_QUEUE_MARKS, S_CNPS = range(6, 12)
 S_NACKS, S_RTOS, S_MARKS_NOT_OUTPACING, S_HOPS, S_ERROR, S_END_PS = range(12, 18)
 S_CE_DELIVERED, S_MAX_QUEUE, S_LEFT, S_BG_LEFT = 18, 19, 20, 21
-S_PAUSES, S_MAX_SW_USED, S_HDRM_MAX, S_PAUSED_PS, S_FIELDS = 22, 23, 24, 25, 28
+S_PAUSES, S_MAX_SW_USED, S_HDRM_MAX, S_PAUSED_PS = 22, 23, 24, 25
+# ACKs + NACKs sent; received by their sender; dropped; in flight at the end; rate cuts
+S_ACKS, S_CTRL_DONE, S_CTRL_DROPPED, S_CTRL_LEFT, S_CUTS, S_FIELDS = 28, 29, 30, 31, 32, 36
+S_TRACE_N = 33  # rows written to cc_trace
+# cc_trace rows: time ps, flow, event, rc, rt, alpha, stage, most packets in flight since the
+# flow's previous row; events (TR_DONE: the QP completed, or the run ended):
+TR_FIRST_CNP, TR_CUT, TR_INC, TR_CNP, TR_DONE = 1, 2, 3, 4, 5
 ERR_POOL, ERR_HEAP, ERR_TIMEOUT, ERR_STUCK = 1, 2, 4, 8
 
 WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY = 6, 7, 8, 10
@@ -76,6 +91,71 @@ def _pop(ht, hd, hn):
     return t0, d0
 
 
+@njit(cache=True, inline="always")
+def _enq(head, tail, qlen, nxt, a, c, pk):
+    nxt[pk] = -1
+    if qlen[a, c] == 0:
+        head[a, c] = pk
+    else:
+        nxt[tail[a, c]] = pk
+    tail[a, c] = pk
+    qlen[a, c] += 1
+
+
+@njit(cache=True, inline="always")
+def _deq(head, qlen, nxt, a, c):
+    pk = head[a, c]
+    head[a, c] = nxt[pk]
+    qlen[a, c] -= 1
+    return pk
+
+
+@njit(cache=True, inline="always")
+def _win_bound(win, var_win, rc, line_gbps, in_flight_bytes):
+    """RdmaQueuePair::IsWinBound with GetWin: no window (0), or in-flight bytes >= the window,
+    scaled by rate / line rate under VAR_WIN (at least 1 byte)."""
+    if win == 0:
+        return False
+    w = win
+    if var_win:
+        w = np.int64(win * rc / line_gbps)
+        if w == 0:
+            w = 1
+    return in_flight_bytes >= w
+
+
+@njit(cache=True, inline="always")
+def _alpha_ticks(alpha, alpha_next, alpha_flag, f, now, t_alpha, g):
+    """UpdateAlphaMlx, free-running every t_alpha from the first CNP on, evaluated lazily: run
+    the ticks due by `now`. The first one sees the CNP flag of its window, the rest decay."""
+    if alpha_next[f] < 0 or alpha_next[f] > now:
+        return
+    k = (now - alpha_next[f]) // t_alpha + 1
+    alpha_next[f] += k * t_alpha
+    if alpha_flag[f]:
+        alpha[f] = (1.0 - g) * alpha[f] + g
+        alpha_flag[f] = 0
+        k -= 1
+    if k > 0:
+        alpha[f] *= (1.0 - g) ** k
+
+
+@njit(cache=True, inline="always")
+def _trace(tr, stats, now, f, code, rc, rt, alpha, stage, fly_max):
+    n = stats[S_TRACE_N]
+    if n < tr.shape[0]:
+        tr[n, 0] = now
+        tr[n, 1] = f
+        tr[n, 2] = code
+        tr[n, 3] = rc[f]
+        tr[n, 4] = rt[f]
+        tr[n, 5] = alpha[f]
+        tr[n, 6] = stage[f]
+        tr[n, 7] = fly_max[f]
+        fly_max[f] = 0
+        stats[S_TRACE_N] = n + 1
+
+
 @njit(cache=True)
 def run(
     seed,
@@ -103,7 +183,11 @@ def run(
     f_slot,
     f_sig,
     f_psn0,
-    f_succ,
+    succ_ptr,
+    succ_idx,
+    f_npred,
+    f_rpath,
+    f_rplen,
     f_start,
     n_hosts,
     n_jobs,
@@ -115,9 +199,9 @@ def run(
     log_tab,
     alpha_tab,
     thr_tab,
-    # dcqcn (rates in Gb/s, times in ps)
+    # NIC and DCQCN, rdma-hw.cc CC_MODE 1 (rates in Gb/s, times in ps, sizes in bytes)
     line_gbps,
-    mtu_bits,
+    mtu,
     g,
     t_alpha,
     t_dec,
@@ -126,7 +210,17 @@ def run(
     ai,
     hai,
     min_rate,
+    clamp_tgt,
+    rate_first_cnp,
+    f_win,
+    var_win,
+    ack_bytes,
+    ack_ctrl,
+    ack_hi_nic,
+    nack_ps,
+    cnp_int_ps,
     rto_ps,
+    f_ce_psn,  # tests: [flow, k] PSN indices the sender's NIC marks CE (-1: none)
     # background
     bg_port,
     bg_t0,
@@ -146,11 +240,13 @@ def run(
     job_maxov,
     stats,
     js,
+    cc_trace,  # tests: [row, 8] the senders' DCQCN events (0 rows: off)
 ):
     np.random.seed(seed)
     nf = f_src.shape[0]
     n_ports = port_ser.shape[0]
     flows_tab = np.zeros((n_switches, 65536), dtype=np.int64)
+    mtu_bits = float(mtu * 8)
 
     # event heap
     heap_cap = pool_size + 8 * nf + 12 * n_ports + bg_port.shape[0] + 1024
@@ -158,56 +254,85 @@ def run(
     hd = np.empty(heap_cap, dtype=np.int64)
     hn = np.zeros(1, dtype=np.int64)
 
-    # packet pool
+    # packet pool: data (kind 0, flow -1 for background), ACK (1), NACK (2)
     pk_flow = np.empty(pool_size, dtype=np.int64)
-    pk_idx = np.empty(pool_size, dtype=np.int64)
+    pk_kind = np.zeros(pool_size, dtype=np.int64)
+    pk_idx = np.empty(pool_size, dtype=np.int64)  # data: PSN index; ACK/NACK: next expected
     pk_hop = np.empty(pool_size, dtype=np.int64)
-    pk_ce = np.empty(pool_size, dtype=np.int64)
+    pk_ce = np.empty(pool_size, dtype=np.int64)  # data: CE; ACK/NACK: the CNP flag
     pk_prio = np.empty(pool_size, dtype=np.int64)
     pk_in = np.empty(pool_size, dtype=np.int64)  # ingress link (upstream egress port), -1 none
+    pk_next = np.empty(pool_size, dtype=np.int64)  # FIFO link
     free = np.arange(pool_size - 1, -1, -1).astype(np.int64)
     nfree = pool_size
 
-    # ports: two FIFOs (priority 0 served first; only PQ mode uses 1)
-    qcap = sw_buf if pfc else buffer_pkts
-    q_buf = np.empty((n_ports, 2, qcap), dtype=np.int64)
-    q_head = np.zeros((n_ports, 2), dtype=np.int64)
-    q_len = np.zeros((n_ports, 2), dtype=np.int64)
+    # ports: FIFOs (linked through pk_next) per class, in bytes for RED and PFC: 0 and 1 data
+    # (1 only in PQ mode, 0 served first), 2 control (ACKs with ack_ctrl: served first, never
+    # paused, not in the PFC accounting, as HPCC's switch queue 0)
+    ack_ser = port_ser * ack_bytes // mtu
+    q_head = np.full((n_ports, 3), -1, dtype=np.int64)
+    q_tail = np.full((n_ports, 3), -1, dtype=np.int64)
+    q_len = np.zeros((n_ports, 3), dtype=np.int64)
+    q_bytes = np.zeros((n_ports, 3), dtype=np.int64)
     busy = np.zeros(n_ports, dtype=np.int64)
     pending = np.zeros(n_ports, dtype=np.int64)
-    # PFC: per switch, packets held; per link (= upstream egress port) and priority, packets
-    # held at the downstream switch, whether we sent XOFF, whether the upstream is paused
+    port_cap = buffer_pkts * mtu
+    # PFC, in bytes: per switch, bytes held; per link (= upstream egress port) and priority,
+    # bytes held at the downstream switch, whether we sent XOFF, whether the upstream is paused
+    sw_cap = sw_buf * mtu
+    sw_free = sw_free0 * mtu
+    resume_b = resume_pkts * mtu
     sw_used = np.zeros(n_switches, dtype=np.int64)
     ing = np.zeros((n_ports, 2), dtype=np.int64)
     xoff = np.zeros((n_ports, 2), dtype=np.int64)
     after_xoff = np.zeros((n_ports, 2), dtype=np.int64)
     paused = np.zeros((n_ports, 2), dtype=np.int64)
     paused_since = np.zeros(n_ports, dtype=np.int64)
+    max_sw_b = 0
+    hdrm_b = 0
 
-    # NICs: FIFO of flows whose pacing timer has fired
-    rq_cap = n_steps + 2
+    # NICs: the ACK queue (served first) and a FIFO of flows whose pacing timer has fired
+    a_head = np.full((n_hosts, 1), -1, dtype=np.int64)
+    a_tail = np.full((n_hosts, 1), -1, dtype=np.int64)
+    a_len = np.zeros((n_hosts, 1), dtype=np.int64)
+    per_host = np.zeros(n_hosts, dtype=np.int64)
+    for f in range(nf):
+        per_host[f_src[f]] += 1
+    rq_cap = per_host.max() + 2  # a host's flows can all be ready at once
     rq_buf = np.empty((n_hosts, rq_cap), dtype=np.int64)
     rq_head = np.zeros(n_hosts, dtype=np.int64)
     rq_len = np.zeros(n_hosts, dtype=np.int64)
 
-    # flows
+    # senders (RdmaQueuePair): go-back-N state, pacing, DCQCN (mlx) state
     snd_next = np.zeros(nf, dtype=np.int64)
-    snd_sched = np.zeros(nf, dtype=np.int64)
-    rcv_exp = np.zeros(nf, dtype=np.int64)
-    nack_val = np.zeros(nf, dtype=np.int64)
-    nack_last = np.full(nf, -1, dtype=np.int64)
-    last_cnp = np.full(nf, -(1 << 60), dtype=np.int64)
+    snd_una = np.zeros(nf, dtype=np.int64)
+    snd_sched = np.zeros(nf, dtype=np.int64)  # a QP_READY is pending or the flow is ready
+    next_avail = np.zeros(nf, dtype=np.int64)  # m_nextAvail
+    qp_done = np.zeros(nf, dtype=np.int64)  # all ACKed: QpComplete cancelled the timers
     rto_mark = np.full(nf, -1, dtype=np.int64)
-    rc = np.full(nf, line_gbps)
-    rt = np.full(nf, line_gbps)
+    rto_armed = np.zeros(nf, dtype=np.int64)
+    rc = np.full(nf, line_gbps)  # m_rate
+    rt = np.full(nf, line_gbps)  # m_targetRate
     alpha = np.ones(nf)
-    stage = np.zeros(nf, dtype=np.int64)
-    next_inc = np.full(nf, -1, dtype=np.int64)  # -1: increase timer not running
-    alpha_t = np.full(nf, -1, dtype=np.int64)  # -1: alpha timer not running
+    alpha_next = np.full(nf, -1, dtype=np.int64)  # next UpdateAlphaMlx; -1: before the 1st CNP
+    alpha_flag = np.zeros(nf, dtype=np.int64)  # m_alpha_cnp_arrived
+    dec_flag = np.zeros(nf, dtype=np.int64)  # m_decrease_cnp_arrived
+    dec_next = np.full(nf, -1, dtype=np.int64)  # the CheckRateDecreaseMlx grid
+    dec_pending = np.zeros(nf, dtype=np.int64)
+    stage = np.zeros(nf, dtype=np.int64)  # m_rpTimeStage
+    next_inc = np.full(nf, -1, dtype=np.int64)  # RP timer; -1: not running
+    rpt_evt = np.full(nf, -1, dtype=np.int64)  # time of its pending event (at most one)
     f_cls = np.zeros(nf, dtype=np.int64)  # PQ: the flow's class, fixed at its start
-    cnp_delay = np.empty(nf, dtype=np.int64)
-    for f in range(nf):
-        cnp_delay[f] = f_plen[f] * prop_ps + 100_000  # reverse path, high priority, ~64 B
+    fly_max = np.zeros(nf, dtype=np.int64)  # for cc_trace
+    tracing = cc_trace.shape[0] > 0
+    forced_ce = f_ce_psn.shape[1] > 0
+    # receivers (RdmaRxQueuePair)
+    rcv_exp = np.zeros(nf, dtype=np.int64)
+    nack_last = np.full(nf, -1, dtype=np.int64)
+    nack_timer = np.zeros(nf, dtype=np.int64)
+    last_cnp = np.full(nf, -(1 << 60), dtype=np.int64)
+
+    wait = f_npred.copy()  # predecessors not yet delivered
 
     # jobs
     active = np.zeros((n_jobs + 1, n_steps), dtype=np.int64)
@@ -244,118 +369,221 @@ def run(
             pk = x
             f = pk_flow[pk]
             hop = pk_hop[pk]
-            if hop == f_plen[f]:
-                # the receiver: go-back-N
-                idx = pk_idx[pk]
-                exp = rcv_exp[f]
-                if idx == exp:
-                    rcv_exp[f] = exp + 1
-                    stats[S_DELIVERED] += 1
-                    rx_acc[f_job[f]] += 1
-                    if pk_ce[pk]:
-                        stats[S_CE_DELIVERED] += 1
-                        if now - last_cnp[f] >= t_dec:
+            kind = pk_kind[pk]
+            if kind != KIND_DATA:
+                if hop == f_rplen[f]:
+                    # the sender: RdmaHw::ReceiveAck
+                    stats[S_CTRL_DONE] += 1
+                    seq = pk_idx[pk]
+                    cnp = pk_ce[pk]
+                    free[nfree] = pk
+                    nfree += 1
+                    if qp_done[f]:
+                        continue  # the QP is gone (GetQp fails)
+                    if seq > snd_una[f]:
+                        snd_una[f] = seq  # Acknowledge
+                    if snd_una[f] >= f_npk[f]:
+                        qp_done[f] = 1  # QpComplete: cancels the three mlx timers
+                        if tracing:
+                            _trace(cc_trace, stats, now, f, TR_DONE, rc, rt, alpha, stage, fly_max)
+                        continue
+                    if kind == KIND_NACK:
+                        snd_next[f] = snd_una[f]  # RecoverQueue: go-back-N
+                    if cnp:
+                        # cnp_received_mlx
+                        _alpha_ticks(alpha, alpha_next, alpha_flag, f, now, t_alpha, g)
+                        alpha_flag[f] = 1
+                        dec_flag[f] = 1
+                        if alpha_next[f] < 0:  # m_first_cnp: alpha = 1, timers start
+                            alpha[f] = 1.0
+                            alpha_flag[f] = 0
+                            alpha_next[f] = now + t_alpha
+                            dec_next[f] = now + t_dec + 1000  # + 1 ns: after the alpha tick
+                            rc[f] = rate_first_cnp * rc[f]
+                            rt[f] = rc[f]
+                            if tracing:
+                                _trace(
+                                    cc_trace,
+                                    stats,
+                                    now,
+                                    f,
+                                    TR_FIRST_CNP,
+                                    rc,
+                                    rt,
+                                    alpha,
+                                    stage,
+                                    fly_max,
+                                )
+                        elif tracing:
+                            _trace(cc_trace, stats, now, f, TR_CNP, rc, rt, alpha, stage, fly_max)
+                        if dec_pending[f] == 0:
+                            # the free-running decrease check acts only after a CNP: schedule
+                            # its next tick on the grid instead of running every tick
+                            if dec_next[f] <= now:
+                                dec_next[f] += ((now - dec_next[f]) // t_dec + 1) * t_dec
+                            dec_pending[f] = 1
+                            ok &= _push(ht, hd, hn, dec_next[f], EV_DEC | (f << 4))
+                    # TriggerTransmit: the ACK may have opened the window
+                    if (
+                        snd_sched[f] == 0
+                        and f_done[f] < 0
+                        and snd_next[f] < f_npk[f]
+                        and not _win_bound(
+                            f_win[f], var_win, rc[f], line_gbps, (snd_next[f] - snd_una[f]) * mtu
+                        )
+                    ):
+                        snd_sched[f] = 1
+                        ok &= _push(ht, hd, hn, max(now, next_avail[f]), EV_QP_READY | (f << 4))
+                    continue
+                port = f_rpath[f, hop]
+                link = f_rpath[f, hop - 1]
+                prio = 2 if ack_ctrl else f_cls[f]
+                size = ack_bytes
+            else:
+                if hop == f_plen[f]:
+                    # the receiver: RdmaHw::ReceiveUdp / ReceiverCheckSeq (ACK interval 1)
+                    idx = pk_idx[pk]
+                    exp = rcv_exp[f]
+                    reply = 0
+                    if idx == exp:
+                        reply = KIND_ACK
+                        rcv_exp[f] = exp + 1
+                        stats[S_DELIVERED] += 1
+                        rx_acc[f_job[f]] += 1
+                        if pk_ce[pk]:
+                            stats[S_CE_DELIVERED] += 1
+                        if exp + 1 == f_npk[f]:
+                            f_done[f] = now
+                            j = f_job[f]
+                            s = f_step[f]
+                            active[j, s] -= 1
+                            if active[j, s] == 0:
+                                distinct[j] -= 1
+                            left[j] -= 1
+                            if left[j] == 0:
+                                job_end[j] = now
+                                jobs_left -= 1
+                            for e in range(succ_ptr[f], succ_ptr[f + 1]):
+                                nxt = succ_idx[e]
+                                wait[nxt] -= 1
+                                if wait[nxt] == 0:
+                                    ok &= _push(ht, hd, hn, now, EV_START | (nxt << 4))
+                    elif idx > exp:
+                        stats[S_OOO] += 1
+                        if now >= nack_timer[f] or nack_last[f] != exp:
+                            reply = KIND_NACK
+                            nack_timer[f] = now + nack_ps
+                            nack_last[f] = exp
+                            stats[S_NACKS] += 1
+                    else:
+                        stats[S_DUP] += 1
+                    if reply == 0:
+                        free[nfree] = pk
+                        nfree += 1
+                        continue
+                    # the data packet becomes its ACK/NACK, CNP flag = its CE bit
+                    cnp = pk_ce[pk]
+                    if cnp and cnp_int_ps > 0:
+                        if now - last_cnp[f] >= cnp_int_ps:
                             last_cnp[f] = now
-                            stats[S_CNPS] += 1
-                            ok &= _push(ht, hd, hn, now + cnp_delay[f], EV_CNP | (f << 4))
-                    if exp + 1 == f_npk[f]:
-                        f_done[f] = now
-                        j = f_job[f]
-                        s = f_step[f]
-                        active[j, s] -= 1
-                        if active[j, s] == 0:
-                            distinct[j] -= 1
-                        left[j] -= 1
-                        if left[j] == 0:
-                            job_end[j] = now
-                            jobs_left -= 1
-                        if f_succ[f] >= 0:
-                            ok &= _push(ht, hd, hn, now, EV_START | (f_succ[f] << 4))
-                elif idx > exp:
-                    stats[S_OOO] += 1
-                    if nack_last[f] != exp:
-                        nack_last[f] = exp
-                        nack_val[f] = exp
-                        stats[S_NACKS] += 1
-                        ok &= _push(ht, hd, hn, now + cnp_delay[f], EV_NACK | (f << 4))
-                else:
-                    stats[S_DUP] += 1
-                free[nfree] = pk
-                nfree += 1
-                continue
-            # a switch: ingress Symphony, then the egress queue
-            port = f_path[f, hop]
-            sw = port_switch[port]
-            prio = f_cls[f]
-            stats[S_HOPS] += 1
-            if mode == MODE_SYMPHONY:
-                idx = pk_idx[pk]
-                npk = f_npk[f]
-                if npk == 1:
-                    opc = WRITE_ONLY
-                elif idx == 0:
-                    opc = WRITE_FIRST
-                elif idx == npk - 1:
-                    opc = WRITE_LAST
-                else:
-                    opc = WRITE_MIDDLE
-                j = f_job[f]
-                s = f_step[f]
-                _p, thr, _outp = sk.process(
-                    js,
-                    flows_tab,
-                    prm,
-                    sw,
-                    j,
-                    f_slot[f],
-                    f_sig[f],
-                    s,
-                    opc,
-                    (f_psn0[f] + idx) & 0xFFFFFF,
-                    (now // 1000) & 0xFFFFFFFF,
-                    log_tab,
-                    alpha_tab,
-                    thr_tab,
-                )
-                if thr > 0 and now >= late_start_ps:
-                    coin = np.random.randint(0, sk.COIN_RANGE) if thr < sk.COIN_RANGE else 0
-                    if sk.decide(thr, coin):
-                        js[sw, j, sk.JS_MARKS] += 1
-                        stats[S_SYM_MARKS] += 1
-                        pk_ce[pk] = 1
-                        if not sk.step_later(s, js[sw, j, sk.JS_STEP_MIN]):
-                            stats[S_MARKS_NOT_OUTPACING] += 1
-            pk_prio[pk] = prio
-            # enqueue (drop-tail on the port's total, or on the switch's shared buffer)
-            tot = q_len[port, 0] + q_len[port, 1]
-            if (sw_used[sw] >= sw_buf) if pfc else (tot >= buffer_pkts):
-                stats[S_DROPPED] += 1
-                free[nfree] = pk
-                nfree += 1
-                continue
-            q_buf[port, prio, (q_head[port, prio] + q_len[port, prio]) % qcap] = pk
-            q_len[port, prio] += 1
-            if pfc:
+                        else:
+                            cnp = 0
+                    stats[S_ACKS] += 1
+                    stats[S_CNPS] += cnp
+                    pk_kind[pk] = reply
+                    pk_idx[pk] = rcv_exp[f]
+                    pk_ce[pk] = cnp
+                    pk_hop[pk] = 1
+                    h = f_rpath[f, 0]
+                    _enq(a_head, a_tail, a_len, pk_next, h, 0, pk)
+                    if pending[h] == 0:
+                        pending[h] = 1
+                        ok &= _push(ht, hd, hn, max(now, busy[h]), EV_NIC_TXDONE | (h << 4))
+                    continue
+                # a switch: ingress Symphony, then the egress queue
+                port = f_path[f, hop]
                 link = f_path[f, hop - 1]
+                prio = f_cls[f]
+                size = mtu
+                stats[S_HOPS] += 1
+                if mode == MODE_SYMPHONY:
+                    sw = port_switch[port]
+                    idx = pk_idx[pk]
+                    npk = f_npk[f]
+                    if npk == 1:
+                        opc = WRITE_ONLY
+                    elif idx == 0:
+                        opc = WRITE_FIRST
+                    elif idx == npk - 1:
+                        opc = WRITE_LAST
+                    else:
+                        opc = WRITE_MIDDLE
+                    j = f_job[f]
+                    s = f_step[f]
+                    _p, thr, _outp = sk.process(
+                        js,
+                        flows_tab,
+                        prm,
+                        sw,
+                        j,
+                        f_slot[f],
+                        f_sig[f],
+                        s,
+                        opc,
+                        (f_psn0[f] + idx) & 0xFFFFFF,
+                        (now // 1000) & 0xFFFFFFFF,
+                        log_tab,
+                        alpha_tab,
+                        thr_tab,
+                    )
+                    if thr > 0 and now >= late_start_ps:
+                        coin = np.random.randint(0, sk.COIN_RANGE) if thr < sk.COIN_RANGE else 0
+                        if sk.decide(thr, coin):
+                            js[sw, j, sk.JS_MARKS] += 1
+                            stats[S_SYM_MARKS] += 1
+                            pk_ce[pk] = 1
+                            if not sk.step_later(s, js[sw, j, sk.JS_STEP_MIN]):
+                                stats[S_MARKS_NOT_OUTPACING] += 1
+            sw = port_switch[port]
+            pk_prio[pk] = prio
+            # enqueue (drop-tail on the port's bytes, or on the switch's shared buffer; the
+            # control class is outside both)
+            if prio < 2 and (
+                (sw_used[sw] + size > sw_cap)
+                if pfc
+                else (q_bytes[port, 0] + q_bytes[port, 1] + size > port_cap)
+            ):
+                if kind == KIND_DATA:
+                    stats[S_DROPPED] += 1
+                else:
+                    stats[S_CTRL_DROPPED] += 1
+                free[nfree] = pk
+                nfree += 1
+                continue
+            _enq(q_head, q_tail, q_len, pk_next, port, prio, pk)
+            q_bytes[port, prio] += size
+            pk_in[pk] = -1
+            if pfc and prio < 2:
                 pk_in[pk] = link
-                sw_used[sw] += 1
-                if sw_used[sw] > stats[S_MAX_SW_USED]:
-                    stats[S_MAX_SW_USED] = sw_used[sw]
-                ing[link, prio] += 1
+                sw_used[sw] += size
+                if sw_used[sw] > max_sw_b:
+                    max_sw_b = sw_used[sw]
+                ing[link, prio] += size
                 if xoff[link, prio]:
                     # arrived after our XOFF: what the headroom has to hold
-                    after_xoff[link, prio] += 1
-                    if after_xoff[link, prio] > stats[S_HDRM_MAX]:
-                        stats[S_HDRM_MAX] = after_xoff[link, prio]
-                elif ing[link, prio] > (sw_free0[sw] - sw_used[sw]) >> pfc_shift:
+                    after_xoff[link, prio] += size
+                    if after_xoff[link, prio] > hdrm_b:
+                        hdrm_b = after_xoff[link, prio]
+                elif ing[link, prio] > (sw_free[sw] - sw_used[sw]) >> pfc_shift:
                     xoff[link, prio] = 1
                     after_xoff[link, prio] = 0
                     stats[S_PAUSES] += 1
                     ok &= _push(
                         ht, hd, hn, now + prop_ps, EV_PFC | ((link * 4 + prio * 2 + 1) << 4)
                     )
-            if tot + 1 > stats[S_MAX_QUEUE]:
-                stats[S_MAX_QUEUE] = tot + 1
+            depth = (q_bytes[port, 0] + q_bytes[port, 1] + mtu - 1) // mtu
+            if depth > stats[S_MAX_QUEUE]:
+                stats[S_MAX_QUEUE] = depth
             if pending[port] == 0:
                 if busy[port] <= now:
                     ev = EV_PORT_TXDONE  # start now, below
@@ -370,28 +598,31 @@ def run(
         if ev == EV_PORT_TXDONE:
             port = x
             pending[port] = 0
-            if q_len[port, 0] > 0 and paused[port, 0] == 0:
+            if q_len[port, 2] > 0:
+                pr = 2
+            elif q_len[port, 0] > 0 and paused[port, 0] == 0:
                 pr = 0
             elif q_len[port, 1] > 0 and paused[port, 1] == 0:
                 pr = 1
             else:
                 continue
-            pk = q_buf[port, pr, q_head[port, pr]]
-            q_head[port, pr] = (q_head[port, pr] + 1) % qcap
-            q_len[port, pr] -= 1
-            busy[port] = now + port_ser[port]
-            if q_len[port, 0] + q_len[port, 1] > 0:
+            pk = _deq(q_head, q_len, pk_next, port, pr)
+            kind = pk_kind[pk]
+            size = ack_bytes if kind != KIND_DATA else mtu
+            q_bytes[port, pr] -= size
+            busy[port] = now + (ack_ser[port] if kind != KIND_DATA else port_ser[port])
+            if q_len[port, 0] + q_len[port, 1] + q_len[port, 2] > 0:
                 pending[port] = 1
                 ok &= _push(ht, hd, hn, busy[port], EV_PORT_TXDONE | (port << 4))
-            if pfc:
+            if pfc and pr < 2:
                 sw = port_switch[port]
-                sw_used[sw] -= 1
+                sw_used[sw] -= size
                 link = pk_in[pk]
                 if link >= 0:
-                    ing[link, pr] -= 1
+                    ing[link, pr] -= size
                     if xoff[link, pr]:
-                        thr_pfc = (sw_free0[sw] - sw_used[sw]) >> pfc_shift
-                        if ing[link, pr] == 0 or ing[link, pr] + resume_pkts <= thr_pfc:
+                        thr_pfc = (sw_free[sw] - sw_used[sw]) >> pfc_shift
+                        if ing[link, pr] == 0 or ing[link, pr] + resume_b <= thr_pfc:
                             xoff[link, pr] = 0
                             ok &= _push(
                                 ht, hd, hn, now + prop_ps, EV_PFC | ((link * 4 + pr * 2) << 4)
@@ -402,14 +633,16 @@ def run(
                 free[nfree] = pk
                 nfree += 1
                 continue
-            # RED/ECN on the depth this packet leaves behind in its queue
-            depth = q_len[port, pr]
-            if depth >= qthr.shape[0]:
-                depth = qthr.shape[0] - 1
-            th = qthr[depth]
-            if th > 0 and (th >= sk.COIN_RANGE or np.random.randint(0, sk.COIN_RANGE) < th):
-                stats[S_QUEUE_MARKS] += 1
-                pk_ce[pk] = 1
+            if kind == KIND_DATA:
+                # RED/ECN on the bytes this packet leaves behind in its queue, in MTUs (an
+                # ACK's mark would be ignored: HPCC's NIC reads no ECN bits from ACKs)
+                depth = q_bytes[port, pr] // mtu
+                if depth >= qthr.shape[0]:
+                    depth = qthr.shape[0] - 1
+                th = qthr[depth]
+                if th > 0 and (th >= sk.COIN_RANGE or np.random.randint(0, sk.COIN_RANGE) < th):
+                    stats[S_QUEUE_MARKS] += 1
+                    pk_ce[pk] = 1
             pk_hop[pk] += 1
             ok &= _push(ht, hd, hn, busy[port] + prop_ps, EV_ARRIVE | (pk << 4))
             continue
@@ -448,8 +681,20 @@ def run(
             x = h
 
         if ev == EV_NIC_TXDONE:
+            # RdmaEgressQueue::GetNextQindex: the ACK queue first (unless PFC pauses the class
+            # ACK_HIGH_PRIO gives it), then the ready flows round-robin
             h = x
             pending[h] = 0
+            if a_len[h, 0] > 0:
+                pk = a_head[h, 0]
+                if ack_hi_nic or paused[h, f_cls[pk_flow[pk]]] == 0:
+                    _deq(a_head, a_len, pk_next, h, 0)
+                    busy[h] = now + ack_ser[h]
+                    ok &= _push(ht, hd, hn, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
+                    if a_len[h, 0] + rq_len[h] > 0:
+                        pending[h] = 1
+                        ok &= _push(ht, hd, hn, busy[h], EV_NIC_TXDONE | (h << 4))
+                    continue
             f = -1
             m = rq_len[h]
             while m > 0:
@@ -463,6 +708,16 @@ def run(
                         rq_buf[h, (rq_head[h] + rq_len[h]) % rq_cap] = c
                         rq_len[h] += 1
                         continue
+                    if _win_bound(
+                        f_win[c], var_win, rc[c], line_gbps, (snd_next[c] - snd_una[c]) * mtu
+                    ):
+                        # window-bound: out of the ready queue until an ACK opens the window
+                        snd_sched[c] = 0
+                        if rto_ps > 0 and rto_armed[c] == 0:
+                            rto_armed[c] = 1
+                            rto_mark[c] = snd_una[c]
+                            ok &= _push(ht, hd, hn, now + rto_ps, EV_RTO | (c << 4))
+                        continue
                     f = c
                     break
                 snd_sched[c] = 0
@@ -474,79 +729,101 @@ def run(
             nfree -= 1
             pk = free[nfree]
             pk_flow[pk] = f
+            pk_kind[pk] = KIND_DATA
             pk_idx[pk] = snd_next[f]
             pk_hop[pk] = 1
             pk_ce[pk] = 0
+            if forced_ce:
+                for k in range(f_ce_psn.shape[1]):
+                    if f_ce_psn[f, k] == snd_next[f]:
+                        pk_ce[pk] = 1
             snd_next[f] += 1
+            if snd_next[f] - snd_una[f] > fly_max[f]:
+                fly_max[f] = snd_next[f] - snd_una[f]
             stats[S_SENT] += 1
             busy[h] = now + port_ser[h]
             ok &= _push(ht, hd, hn, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
-            if rq_len[h] > 0:
+            if rq_len[h] + a_len[h, 0] > 0:
                 pending[h] = 1
                 ok &= _push(ht, hd, hn, busy[h], EV_NIC_TXDONE | (h << 4))
-            # DCQCN: catch the timers up, then pace the next packet at the current rate
-            if alpha_t[f] >= 0 and now - alpha_t[f] >= t_alpha:
-                k = (now - alpha_t[f]) // t_alpha
-                alpha[f] *= (1.0 - g) ** k
-                alpha_t[f] += k * t_alpha
-            while next_inc[f] >= 0 and next_inc[f] <= now:
-                if stage[f] < fast_recovery:
-                    pass
-                elif stage[f] == fast_recovery:
-                    rt[f] = min(rt[f] + ai, line_gbps)
-                else:
-                    rt[f] = min(rt[f] + hai, line_gbps)
-                rc[f] = (rt[f] + rc[f]) / 2
-                stage[f] += 1
-                next_inc[f] += t_inc
-                if rc[f] >= line_gbps * 0.999999 and rt[f] >= line_gbps:
-                    rc[f] = line_gbps
-                    next_inc[f] = -1
+            # pacing (UpdateNextAvail, RATE_BOUND 1): the next packet at the current rate
+            gap = np.int64(mtu_bits / rc[f] * 1000.0)
+            next_avail[f] = now + gap
             if snd_next[f] < f_npk[f]:
-                gap = np.int64(mtu_bits / rc[f] * 1000.0)
                 ok &= _push(ht, hd, hn, now + gap, EV_QP_READY | (f << 4))
             else:
                 snd_sched[f] = 0
-                rto_mark[f] = rcv_exp[f]
-                ok &= _push(ht, hd, hn, now + rto_ps, EV_RTO | (f << 4))
-            continue
-
-        if ev == EV_CNP:
-            f = x
-            if f_done[f] >= 0:
-                continue
-            if alpha_t[f] >= 0:
-                k = (now - alpha_t[f]) // t_alpha
-                alpha[f] *= (1.0 - g) ** k
-            alpha[f] = (1.0 - g) * alpha[f] + g
-            alpha_t[f] = now
-            if stage[f] != 0:
-                rt[f] = rc[f]
-            rc[f] = max(min_rate, rc[f] * (1.0 - alpha[f] / 2.0))
-            stage[f] = 0
-            next_inc[f] = now + t_inc
-            continue
-
-        if ev in (EV_NACK, EV_RTO):
-            f = x
-            if f_done[f] >= 0:
-                continue
-            if ev == EV_NACK:
-                back = nack_val[f]
-            else:
-                if snd_sched[f]:
-                    continue  # sending again: a new timer is armed when it goes idle
-                if rcv_exp[f] != rto_mark[f]:
-                    rto_mark[f] = rcv_exp[f]  # progress since the timer was armed: wait more
+                if rto_ps > 0 and rto_armed[f] == 0:
+                    rto_armed[f] = 1
+                    rto_mark[f] = snd_una[f]
                     ok &= _push(ht, hd, hn, now + rto_ps, EV_RTO | (f << 4))
-                    continue
-                back = rcv_exp[f]
-                stats[S_RTOS] += 1
-            if snd_next[f] > back:
-                snd_next[f] = back
-            if snd_sched[f] == 0 and snd_next[f] < f_npk[f]:
+            continue
+
+        if ev == EV_DEC:
+            # CheckRateDecreaseMlx: cut once if a CNP arrived since the last check
+            f = x
+            dec_pending[f] = 0
+            if qp_done[f]:
+                continue
+            dec_next[f] = now + t_dec
+            if dec_flag[f]:
+                _alpha_ticks(alpha, alpha_next, alpha_flag, f, now, t_alpha, g)
+                if clamp_tgt or stage[f] != 0:
+                    rt[f] = rc[f]
+                rc[f] = max(min_rate, rc[f] * (1.0 - alpha[f] / 2.0))
+                stage[f] = 0
+                dec_flag[f] = 0
+                stats[S_CUTS] += 1
+                if tracing:
+                    _trace(cc_trace, stats, now, f, TR_CUT, rc, rt, alpha, stage, fly_max)
+                next_inc[f] = now + t_inc  # the RP timer restarts (the old one is cancelled)
+                if rpt_evt[f] < 0:  # else the pending, earlier event moves itself here
+                    rpt_evt[f] = next_inc[f]
+                    ok &= _push(ht, hd, hn, next_inc[f], EV_RPT | (f << 4))
+            continue
+
+        if ev == EV_RPT:
+            # RateIncEventTimerMlx: free-running once started; a cut moved it to next_inc
+            f = x
+            rpt_evt[f] = -1
+            if qp_done[f]:
+                continue
+            if now != next_inc[f]:
+                rpt_evt[f] = next_inc[f]
+                ok &= _push(ht, hd, hn, next_inc[f], EV_RPT | (f << 4))
+                continue
+            next_inc[f] = now + t_inc
+            rpt_evt[f] = next_inc[f]
+            ok &= _push(ht, hd, hn, next_inc[f], EV_RPT | (f << 4))
+            if stage[f] < fast_recovery:
+                pass  # FastRecoveryMlx: rc halfway to rt
+            elif stage[f] == fast_recovery:
+                rt[f] = min(rt[f] + ai, line_gbps)  # ActiveIncreaseMlx
+            else:
+                rt[f] = min(rt[f] + hai, line_gbps)  # HyperIncreaseMlx
+            rc[f] = rc[f] / 2.0 + rt[f] / 2.0
+            stage[f] += 1
+            if tracing:
+                _trace(cc_trace, stats, now, f, TR_INC, rc, rt, alpha, stage, fly_max)
+            continue
+
+        if ev == EV_RTO:
+            # ours (HPCC has no timeout; run only without PFC): go back to the first
+            # unacknowledged packet if nothing was acknowledged for rto_ps while idle
+            f = x
+            rto_armed[f] = 0
+            if f_done[f] >= 0 or qp_done[f] or snd_sched[f]:
+                continue  # sending again: a new timer is armed when it goes idle
+            if snd_una[f] != rto_mark[f]:
+                rto_armed[f] = 1
+                rto_mark[f] = snd_una[f]  # progress since the timer was armed: wait more
+                ok &= _push(ht, hd, hn, now + rto_ps, EV_RTO | (f << 4))
+                continue
+            stats[S_RTOS] += 1
+            snd_next[f] = snd_una[f]
+            if snd_next[f] < f_npk[f]:
                 snd_sched[f] = 1
-                ok &= _push(ht, hd, hn, now, EV_QP_READY | (f << 4))
+                ok &= _push(ht, hd, hn, max(now, next_avail[f]), EV_QP_READY | (f << 4))
             continue
 
         if ev == EV_SAMPLE:
@@ -565,21 +842,25 @@ def run(
                 continue
             port = bg_port[b]
             stats[S_BG_SENT] += 1
-            tot = q_len[port, 0] + q_len[port, 1]
             sw = port_switch[port]
-            full = (sw_used[sw] >= sw_buf) if pfc else (tot >= buffer_pkts)
+            full = (
+                (sw_used[sw] + mtu > sw_cap)
+                if pfc
+                else (q_bytes[port, 0] + q_bytes[port, 1] + mtu > port_cap)
+            )
             if full or nfree == 0:
                 stats[S_BG_DROPPED] += 1
             else:
                 nfree -= 1
                 pk = free[nfree]
                 pk_flow[pk] = -1
+                pk_kind[pk] = KIND_DATA
                 pk_in[pk] = -1  # not flow-controlled (it has no upstream here)
                 pr = 1 if mode == MODE_PQ else 0
                 if pfc:
-                    sw_used[sw] += 1
-                q_buf[port, pr, (q_head[port, pr] + q_len[port, pr]) % qcap] = pk
-                q_len[port, pr] += 1
+                    sw_used[sw] += mtu
+                _enq(q_head, q_tail, q_len, pk_next, port, pr, pk)
+                q_bytes[port, pr] += mtu
                 if pending[port] == 0:
                     pending[port] = 1
                     ok &= _push(ht, hd, hn, max(now, busy[port]), EV_PORT_TXDONE | (port << 4))
@@ -600,7 +881,7 @@ def run(
                 stats[S_PAUSED_PS] += now - paused_since[link]
             if on == 0 and pending[link] == 0:
                 if link < n_hosts:
-                    if rq_len[link] > 0:
+                    if rq_len[link] + a_len[link, 0] > 0:
                         pending[link] = 1
                         ok &= _push(ht, hd, hn, max(now, busy[link]), EV_NIC_TXDONE | (link << 4))
                 elif q_len[link, pr] > 0:
@@ -612,7 +893,14 @@ def run(
     if jobs_left > 0 and stats[S_ERROR] == 0:
         stats[S_ERROR] |= ERR_STUCK
     stats[S_END_PS] = now
-    # packets still queued or on a wire when the last job finished (late duplicates, background)
+    if tracing:
+        for f in range(nf):
+            if qp_done[f] == 0:  # the run ended first (its last ACKs still on the way)
+                _trace(cc_trace, stats, now, f, TR_DONE, rc, rt, alpha, stage, fly_max)
+    stats[S_MAX_SW_USED] = (max_sw_b + mtu - 1) // mtu
+    stats[S_HDRM_MAX] = (hdrm_b + mtu - 1) // mtu
+    # packets still queued or on a wire when the last job finished (late duplicates, ACKs of
+    # the last packets, background)
     in_use = np.ones(pool_size, dtype=np.bool_)
     for i in range(nfree):
         in_use[free[i]] = False
@@ -620,6 +908,8 @@ def run(
         if in_use[i]:
             if pk_flow[i] < 0:
                 stats[S_BG_LEFT] += 1
+            elif pk_kind[i] != KIND_DATA:
+                stats[S_CTRL_LEFT] += 1
             else:
                 stats[S_LEFT] += 1
     return n_samples

@@ -119,6 +119,8 @@ def plot_all(out: Path) -> list[Path]:
         ax.legend(fontsize=8)
         written.append(_save(fig, out / fname))
 
+    written += _table1(out, rows, by, series)
+
     # Fig. 7a: two jobs, throughput over time (seed 0)
     if series is not None and "two-jobs/baseline/rx_gbps" in series:
         fig, axes = plt.subplots(1, 2, figsize=(9, 3.5), sharey=True)
@@ -134,6 +136,48 @@ def plot_all(out: Path) -> list[Path]:
             ax.legend(fontsize=8)
         axes[0].set_ylabel("goodput (Gb/s)")
         written.append(_save(fig, out / "two_jobs_throughput.png"))
+    return written
+
+
+def _table1(out: Path, rows: list[dict[str, str]], by: dict, series) -> list[Path]:
+    """The Table 1 default (paper Figs. 4a, 4b, 5): overlap over time (seed 0), and the CDFs
+    of CCT (with the median link-load bound) and of the maximum overlap per variant."""
+    written = []
+    scns = [s for s in ("table1", "table1-128") if any(k[0] == s for k in by)]
+    if not scns:
+        return written
+    for metric, fname, xlabel in (
+        ("cct_us", "table1_cct_cdf.png", "CCT (ms)"),
+        ("max_overlap", "table1_max_overlap_cdf.png", "maximum step overlap"),
+    ):
+        fig, axes = plt.subplots(1, len(scns), figsize=(4.8 * len(scns), 3.5), squeeze=False)
+        for ax, scn in zip(axes[0], scns, strict=True):
+            scale = 1000 if metric == "cct_us" else 1
+            for var in ("baseline", "pq", "symphony"):
+                g = by.get((scn, var, ""))
+                if g:
+                    _cdf(ax, [float(r[metric]) / scale for r in g], var, COLORS[var])
+            if metric == "cct_us":
+                bound = np.median([float(r["bound_us"]) for r in rows if r["scenario"] == scn])
+                ax.axvline(bound / 1000, color="k", ls=":", lw=1, label="link-load bound")
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel("CDF")
+            ax.set_title(f"{scn} (paper Fig. {'5' if metric == 'cct_us' else '4b'})")
+            ax.legend(fontsize=8)
+        written.append(_save(fig, out / fname))
+    if series is not None:
+        fig, ax = plt.subplots(figsize=(7, 3.5))
+        for var in ("baseline", "pq", "symphony"):
+            key = f"{scns[0]}/{var}"
+            if f"{key}/overlap" in series:
+                ov = series[f"{key}/overlap"][0]
+                t = np.arange(ov.size) * float(series[f"{key}/sample_us"]) / 1000
+                ax.plot(t, ov, lw=1, label=var, color=COLORS[var])
+        ax.set_xlabel("time (ms)")
+        ax.set_ylabel("distinct steps in flight")
+        ax.set_title(f"{scns[0]}: step overlap over time, seed 0 (paper Fig. 4a)")
+        ax.legend(fontsize=8)
+        written.append(_save(fig, out / "table1_overlap_time.png"))
     return written
 
 

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from evaluation.fabric.config import Background, FabricConfig
+from evaluation.fabric.config import (
+    HPCC_BUFFER_PKTS,
+    HPCC_HEADER,
+    HPCC_MTU,
+    HPCC_RED,
+    Background,
+    FabricConfig,
+)
 from symphony.model.params import JobParams
 
 KB = 1 << 10
@@ -33,14 +40,55 @@ def _three(scenario: str, base: FabricConfig, seeds: range, param: str = "") -> 
     ]
 
 
-def base_config(quick: bool, hosts: int = 32) -> FabricConfig:
+# The Table 1 default, each choice from the public code the paper ran (docs/evaluation.md,
+# "The Table 1 default"): Astra-Sim's 2D ring (8 x 4 at 32 nodes, 32 x 4 at 128) with the
+# system config of its ns-3 example (examples/ns3/system.json: localBWAware, 4 dataset splits,
+# 1 active chunk per dimension), HPCC's mix/config.txt NIC (DCQCN with its window), frames,
+# ECN thresholds and switch buffer, ns-3's ECMP hash, and Table 1's 10 Gb/s links everywhere.
+TABLE1 = FabricConfig(
+    topology="2d",
+    splits=4,
+    active_chunks=1,
+    dcqcn="hpcc-config",
+    ecmp="ns3",
+    fabric="2tier",
+    mtu=HPCC_MTU,
+    header_bytes=HPCC_HEADER,
+    red=HPCC_RED,
+    switch_buffer_pkts=HPCC_BUFFER_PKTS,
+)
+
+
+# "table1": the paper's stack as above; "v1": the first version's defaults (1D rings, the
+# `hpcc-run-dcqcn` NIC without a window, 1024 B frames, salted ECMP), for its tables.
+PRESETS: dict[str, FabricConfig] = {"table1": TABLE1, "v1": FabricConfig(dcqcn="hpcc-run-dcqcn")}
+# The paper's multiple-1D-ring figures (Fig. 2: lockstep, ECMP, imbalance, transient background;
+# Fig. 7: two jobs) keep 1D rings under any preset; the others run the preset's collective.
+RING_SCENARIOS = ("lockstep", "ecmp", "ecmp-128", "imbalance", "transient-bg", "two-jobs")
+
+
+def base_config(
+    quick: bool, hosts: int = 32, preset: str = "table1", **options: object
+) -> FabricConfig:
+    """The default of every scenario; `options` (the CLI's workload and fabric flags) override
+    FabricConfig fields before the scenario derives anything from it."""
+    base = PRESETS[preset]
     if quick:
-        return FabricConfig(hosts=16, chunk_bytes=64 * KB)
-    return FabricConfig(hosts=hosts)
+        return replace(base, hosts=16, chunk_bytes=64 * KB, **options)
+    return replace(base, hosts=hosts, **options)
 
 
-def scenario_runs(name: str, seeds: range, quick: bool = False) -> list[Run]:
-    b = base_config(quick)
+def scenario_runs(
+    name: str,
+    seeds: range,
+    quick: bool = False,
+    options: dict[str, object] | None = None,
+    preset: str = "table1",
+) -> list[Run]:
+    opts = dict(options or {})
+    if name in RING_SCENARIOS:
+        opts = {"topology": "rings", "splits": 1, **opts}
+    b = base_config(quick, preset=preset, **opts)
     if name == "lockstep":
         cfg = replace(b, routing="static", start_jitter_ns=0)
         return [
@@ -51,7 +99,16 @@ def scenario_runs(name: str, seeds: range, quick: bool = False) -> list[Run]:
     if name == "ecmp":
         return _three(name, b, seeds)
     if name == "ecmp-128":
-        return _three(name, b if quick else base_config(False, hosts=128), seeds)
+        big = base_config(False, preset=preset, **{**opts, "hosts": 128})
+        return _three(name, b if quick else big, seeds)
+    if name in ("2d", "2d-128"):
+        # Table 1's 2D ring: 8 x 4 at 32 nodes, 32 x 4 at 128 (dim 0 inside a ToR).
+        hosts = 128 if name == "2d-128" and not quick else b.hosts
+        cfg = base_config(quick, preset=preset, **{**opts, "topology": "2d", "hosts": hosts})
+        return _three(name, cfg, seeds)
+    if name in ("table1", "table1-128"):
+        hosts = 128 if name == "table1-128" and not quick else b.hosts
+        return _three(name, base_config(quick, preset="table1", **{**opts, "hosts": hosts}), seeds)
     if name == "imbalance":
         out = []
         for x in IMBALANCES[:2] if quick else IMBALANCES:
@@ -108,4 +165,8 @@ SCENARIOS = (
     "two-jobs",
     "late-start",
     "ecmp-128",
+    "2d",
+    "2d-128",
+    "table1",
+    "table1-128",
 )

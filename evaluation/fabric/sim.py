@@ -10,8 +10,12 @@ import numpy as np
 
 from evaluation.fabric import kernel as kn
 from evaluation.fabric import symphony_kernel as sk
+from evaluation.fabric.bound import link_load_bound_us
 from evaluation.fabric.config import FabricConfig
+from evaluation.fabric.dcqcn import bdp_bytes
 from evaluation.fabric.topology import (
+    CustomFlows,
+    Fabric,
     background_sources,
     build_fabric,
     build_workload,
@@ -37,8 +41,10 @@ class FabricResult:
     stats: dict[str, int]
     wall_s: float
     lockstep_us: float
+    bound_us: float = 0.0  # link-load lower bound of this run's paths (`bound.py`)
     flow_done_us: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
     flow_begin_us: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
+    cc_trace: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 8)))
 
     @property
     def cct_max_us(self) -> float:
@@ -57,9 +63,14 @@ STAT_NAMES = {
     "bg_dropped": kn.S_BG_DROPPED,
     "symphony_marks": kn.S_SYM_MARKS,
     "queue_marks": kn.S_QUEUE_MARKS,
-    "cnps": kn.S_CNPS,
+    "cnps": kn.S_CNPS,  # ACKs and NACKs that carry the CNP flag
     "nacks": kn.S_NACKS,
     "rtos": kn.S_RTOS,
+    "acks": kn.S_ACKS,
+    "acks_received": kn.S_CTRL_DONE,
+    "acks_dropped": kn.S_CTRL_DROPPED,
+    "acks_left_in_flight": kn.S_CTRL_LEFT,
+    "rate_cuts": kn.S_CUTS,
     "marks_not_outpacing": kn.S_MARKS_NOT_OUTPACING,
     "switch_hops": kn.S_HOPS,
     "error": kn.S_ERROR,
@@ -81,21 +92,51 @@ def queue_thresholds(cfg: FabricConfig) -> np.ndarray:
     )
 
 
-def pfc_free_buffer(cfg: FabricConfig, fab) -> np.ndarray:
+def pfc_free_buffer(cfg: FabricConfig, fab: Fabric) -> np.ndarray:
     """Per switch, the shared buffer minus the headroom reserved for every ingress queue (HPCC:
-    buffer - total headroom; its dynamic XOFF threshold is (this - used) >> pfc_shift)."""
+    buffer - total headroom; its dynamic XOFF threshold is (this - used) >> pfc_shift). A
+    switch has one ingress port per egress port it owns (links are full duplex)."""
     classes = 2 if cfg.mode == "pq" else 1
-    n_in = np.zeros(fab.n_switches, dtype=np.int64)
-    n_in[: cfg.tors] = cfg.hosts // cfg.tors + cfg.spines  # a ToR: its hosts and the spines
-    n_in[cfg.tors :] = cfg.tors  # a spine: the ToRs
+    owned = fab.port_switch[fab.port_switch >= 0]
+    n_in = np.bincount(owned, minlength=fab.n_switches).astype(np.int64)
     return cfg.switch_buffer_pkts - n_in * classes * cfg.headroom_pkts
 
 
+def flow_windows(cfg: FabricConfig, f_plen: np.ndarray) -> np.ndarray:
+    """Per flow, HPCC's window in bytes (0: none): with GLOBAL_T the largest BDP of any host
+    pair (the longest path: across the core, the spine, or the longest the workload has),
+    else the BDP of the flow's own path; every hop at the host links' rate (imbalance and
+    faster uplinks are not counted)."""
+    d = cfg.cc
+    if not d.has_win:
+        return np.zeros_like(f_plen)
+    if d.global_t:
+        widest = 6 if cfg.n_pods > 1 else 4 if cfg.n_tors > 1 else 2
+        longest = max(widest, int(f_plen.max(initial=0)))
+        win = np.full_like(
+            f_plen, bdp_bytes(longest, cfg.prop_ns, cfg.link_gbps, cfg.payload_bytes)
+        )
+    else:
+        win = np.array(
+            [bdp_bytes(int(n), cfg.prop_ns, cfg.link_gbps, cfg.payload_bytes) for n in f_plen],
+            dtype=np.int64,
+        )
+    # HPCC's window counts payload bytes in flight; the kernel counts whole packets of `mtu`
+    # bytes, so the same number of packets fits.
+    return win * cfg.mtu // cfg.payload_bytes
+
+
 def simulate(
-    cfg: FabricConfig, seed: int, flows: list[tuple[int, int, int, int, int]] | None = None
+    cfg: FabricConfig,
+    seed: int,
+    flows: list[tuple[int, int, int, int, int]] | CustomFlows | None = None,
+    ce_psn: dict[int, list[int]] | None = None,
+    cc_trace_rows: int = 0,
 ) -> FabricResult:
     """One run. `flows` replaces the ring workload by independent flows
-    (`topology.custom_workload`)."""
+    (`topology.custom_workload`). For tests: `ce_psn` {flow: PSN indices} are CE-marked by
+    the sender's NIC; `cc_trace_rows` > 0 records the senders' DCQCN events
+    (`FabricResult.cc_trace`, columns as `kernel.TR_*` say)."""
     cfg.validate()
     rng = np.random.default_rng(seed)
     fab = build_fabric(cfg)
@@ -112,8 +153,9 @@ def simulate(
     js[:, :, sk.JS_ALPHA] = 1
 
     bound = cfg.lockstep_bound_us()
+    link_bound = link_load_bound_us(fab, wl)
     max_samples = int(cfg.max_ms * 1000 / cfg.sample_us) + 2
-    max_samples = min(max_samples, int(bound * 6 / cfg.sample_us) + 1000)
+    max_samples = min(max_samples, int(max(bound, link_bound) * 6 / cfg.sample_us) + 1000)
     ov = np.zeros((wl.n_jobs + 1, max_samples), dtype=np.int64)
     rx = np.zeros((wl.n_jobs + 1, max_samples), dtype=np.int64)
     f_done = np.full(nf, -1, dtype=np.int64)
@@ -121,13 +163,20 @@ def simulate(
     job_end = np.full(wl.n_jobs + 1, -1, dtype=np.int64)
     job_maxov = np.zeros(wl.n_jobs + 1, dtype=np.int64)
     stats = np.zeros(kn.S_FIELDS, dtype=np.int64)
-    d = cfg.dcqcn
+    d = cfg.cc
+    # data packets, plus their ACKs (counted in bytes by the buffers, so many more can wait)
     if cfg.pfc:
-        pool = fab.n_switches * cfg.switch_buffer_pkts + 64 * cfg.hosts + 4096
+        pool = 2 * fab.n_switches * cfg.switch_buffer_pkts + 64 * cfg.hosts + 4096
     else:
-        pool = fab.n_ports * cfg.buffer_pkts // 2 + 64 * cfg.hosts + 4096
+        pool = fab.n_ports * cfg.buffer_pkts + 64 * cfg.hosts + 4096
+    pool += 2 * nf
     sw_free0 = pfc_free_buffer(cfg, fab)
     log_tab, alpha_tab, thr_tab = _tables()
+    width = max((len(v) for v in (ce_psn or {}).values()), default=0)
+    f_ce_psn = np.full((nf, width), -1, dtype=np.int64)
+    for f, psns in (ce_psn or {}).items():
+        f_ce_psn[f, : len(psns)] = psns
+    cc_trace = np.zeros((cc_trace_rows, 8))
 
     t0 = time.perf_counter()
     n_samples = kn.run(
@@ -153,7 +202,11 @@ def simulate(
         wl.f_slot,
         wl.f_sig,
         wl.f_psn0,
-        wl.f_succ,
+        wl.dag.succ_ptr,
+        wl.dag.succ_idx,
+        wl.dag.npred,
+        wl.f_rpath,
+        wl.f_rplen,
         wl.f_start_ps,
         cfg.hosts,
         wl.n_jobs,
@@ -165,7 +218,7 @@ def simulate(
         alpha_tab,
         thr_tab,
         cfg.link_gbps,
-        float(cfg.mtu * 8),
+        cfg.mtu,
         d.g,
         round(d.t_alpha_us * PS),
         round(d.t_dec_us * PS),
@@ -174,7 +227,17 @@ def simulate(
         d.ai_gbps,
         d.hai_gbps,
         d.min_gbps,
-        round(cfg.rto_us * PS),
+        d.clamp_target_rate,
+        d.rate_on_first_cnp,
+        flow_windows(cfg, wl.f_plen),
+        d.var_win,
+        d.ack_bytes,
+        d.ack_queue == "control",
+        d.ack_high_prio,
+        round(d.nack_interval_us * PS),
+        round(d.cnp_interval_us * PS),
+        0 if cfg.pfc else round(cfg.rto_us * PS),  # HPCC has no timeout; lossy mode needs one
+        f_ce_psn,
         *bg,
         round(cfg.sample_us * PS),
         max_samples,
@@ -188,6 +251,7 @@ def simulate(
         job_maxov,
         stats,
         js,
+        cc_trace,
     )
     wall = time.perf_counter() - t0
     st = {name: int(stats[i]) for name, i in STAT_NAMES.items()}
@@ -219,8 +283,10 @@ def simulate(
         stats=st,
         wall_s=wall,
         lockstep_us=bound,
+        bound_us=link_bound,
         flow_done_us=f_done / PS,
         flow_begin_us=f_begin / PS,
+        cc_trace=cc_trace[: stats[kn.S_TRACE_N]].copy(),
     )
 
 

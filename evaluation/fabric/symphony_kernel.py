@@ -3,18 +3,23 @@ target) as numba code over integer arrays, so the fabric simulator can run it at
 for every packet.
 
 Nothing here computes a table: the log2, log2(alpha) and threshold tables are read from
-`symphony.model.tables.lut_entries()`, the entries the controller installs on the switch, and
-the integer steps mirror `pipeline.py` line by line. `tests/test_fabric_golden.py` (and
-`bench/fabric_golden_diff.py`, 1 M packets) feed one trace to both and require identical
-decisions and state.
+`symphony.model.tables.lut_entries()`, the entries the controller installs on the switch, the
+opcode classes from `symphony.model.pipeline`, and the integer steps mirror `pipeline.py` line
+by line. The conformance suite (`conformance/`, its kernel adapter; `tests/test_conformance.py`
+and `python -m conformance`, 1 M packets) feeds the same traces to both and requires identical
+decisions, JobState and flow table.
 
-State layout, one row per (switch, job):
-  JS_* columns of `js[switch, job, :]`: the JobState fields;
+State layout, one row per (switch, job), derived from the model so that a new register or
+parameter fails here, at import, rather than drifting:
+  `js[switch, job, :]`: one column per `JobState` field, in its order (`JS`, `JS_*`);
   `flows[switch, slot]`: the 64-bit flow_base register (sig:16 | step:16 | base:24);
-  `prm[job, :]`: the job's action data (P_* columns), all zero for an uninstalled job.
+  `prm[job, :]`: P_INSTALLED, then the job's action data in `JobParams.to_action_params`'s
+  order (`ACTION_KEYS`, `P_*`), all zero for an uninstalled job.
 """
 
 from __future__ import annotations
+
+from dataclasses import fields
 
 import numpy as np
 from numba import njit
@@ -22,22 +27,67 @@ from numba import njit
 from symphony import p4names as p4n
 from symphony.model import arithmetic as ar
 from symphony.model import tables as tb
+from symphony.model.params import JobParams
+from symphony.model.pipeline import JobState, is_first, is_last, is_tracked_opcode
 
-JS_STEP_MIN, JS_PSN_REC, JS_ALPHA, JS_WINDOW_PACKETS, JS_WINDOW_AHEAD, JS_WIN_START = range(6)
-JS_PACKETS, JS_MARKS, JS_QUEUE_MARKS = range(6, 9)
-JS_FIELDS = 9
-P_INSTALLED, P_MARK_ENABLE, P_K_LOG, P_TAU_Q8, P_T_WIN = range(5)
-P_N_WARMUP, P_N_SAMPLE, P_ALPHA_MAX, P_PSN_ABSOLUTE = range(5, 9)
-P_FIELDS = 9
-ACTION_KEYS = (
-    "mark_enable",
-    "k_log",
-    "tau_q8",
-    "t_win",
-    "n_warmup",
-    "n_sample",
-    "alpha_max",
-    "psn_absolute",
+
+def _columns(names: tuple[str, ...], handled: str, what: str, first: int = 0) -> dict[str, int]:
+    """name -> column (from `first`); raise when the model declares names other than the ones
+    the kernel handles (space-separated, in order): the kernel must be extended, not silently
+    keep a zero column or miss a parameter."""
+    if names != tuple(handled.split()):
+        raise ImportError(
+            f"symphony_kernel handles {what} {handled.split()}, the model declares {names}:"
+            " extend the kernel (and its conformance adapter) to match"
+        )
+    return {name: first + i for i, name in enumerate(names)}
+
+
+JS = _columns(
+    tuple(f.name for f in fields(JobState)),
+    "step_min psn_rec step_max alpha window_packets window_ahead_packets win_start"
+    " packets marks queue_marks",
+    "the JobState fields",
+)
+(
+    JS_STEP_MIN,
+    JS_PSN_REC,
+    JS_STEP_MAX,
+    JS_ALPHA,
+    JS_WINDOW_PACKETS,
+    JS_WINDOW_AHEAD,
+    JS_WIN_START,
+    JS_PACKETS,
+    JS_MARKS,
+    JS_QUEUE_MARKS,
+) = JS.values()
+JS_FIELDS = len(JS)
+
+ACTION_KEYS: tuple[str, ...] = tuple(JobParams().to_action_params())
+P_INSTALLED = 0  # column 0; the action data follows
+P = _columns(
+    ACTION_KEYS,
+    "mark_enable k_log tau_q8 t_win n_warmup n_sample alpha_max psn_absolute",
+    "the set_params action data",
+    first=P_INSTALLED + 1,
+)
+(
+    P_MARK_ENABLE,
+    P_K_LOG,
+    P_TAU_Q8,
+    P_T_WIN,
+    P_N_WARMUP,
+    P_N_SAMPLE,
+    P_ALPHA_MAX,
+    P_PSN_ABSOLUTE,
+) = P.values()
+P_FIELDS = 1 + len(P)
+
+# Opcode classes, one per 8-bit BTH opcode, from the model's: 0 untracked, else
+# 1 + 2*is_first + 4*is_last.
+OPCODE_KIND = np.array(
+    [(1 + 2 * is_first(op) + 4 * is_last(op)) if is_tracked_opcode(op) else 0 for op in range(256)],
+    dtype=np.int64,
 )
 
 STEP_MASK = ar.STEP_MASK
@@ -91,8 +141,8 @@ def action_row(action: dict[str, int]) -> np.ndarray:
     """One `prm` row from `JobParams.to_action_params(...)`."""
     row = np.zeros(P_FIELDS, dtype=np.int64)
     row[P_INSTALLED] = 1
-    for i, key in enumerate(ACTION_KEYS):
-        row[P_MARK_ENABLE + i] = action[key]
+    for key, col in P.items():
+        row[col] = action[key]
     return row
 
 
@@ -122,18 +172,8 @@ def step_earlier(s: int, ref: int) -> bool:
 
 @njit(cache=True, inline="always")
 def opcode_kind(opcode: int) -> int:
-    """0 untracked, else 1 + 2*is_first + 4*is_last (pipeline.is_tracked_opcode/is_first/is_last).
-    Low 5 bits: SEND_FIRST 0 .. SEND_ONLY_IMM 5, WRITE_FIRST 6 .. WRITE_ONLY_IMM 11."""
-    hi = opcode >> 5
-    op = opcode & 0x1F
-    if (hi != 0 and hi != 1) or op > 11:
-        return 0
-    k = 1
-    if op in (0, 4, 5, 6, 10, 11):
-        k += 2
-    if op in (2, 3, 4, 5, 8, 9, 10, 11):
-        k += 4
-    return k
+    """0 untracked, else 1 + 2*is_first + 4*is_last (`OPCODE_KIND`, from the model)."""
+    return OPCODE_KIND[opcode & 0xFF]
 
 
 @njit(cache=True)
@@ -184,8 +224,11 @@ def process(
         st[JS_PSN_REC] = 0
         st[JS_WIN_START] = now & MASK32
 
-    # 2. Traffic stats against step_min before this packet's update.
+    # 2. Traffic stats against step_min before this packet's update. The window's first packet
+    #    (none counted yet: a fresh job or a window just closed) sets step_max.
     later = step_later(s, st[JS_STEP_MIN])
+    if st[JS_WINDOW_PACKETS] == 0 or step_later(s, st[JS_STEP_MAX]):
+        st[JS_STEP_MAX] = s
     st[JS_WINDOW_PACKETS] = (st[JS_WINDOW_PACKETS] + 1) & MASK32
     if later:
         st[JS_WINDOW_AHEAD] = (st[JS_WINDOW_AHEAD] + 1) & MASK32
@@ -242,6 +285,7 @@ def run_trace(
     prm: np.ndarray,
     job_by_tag: np.ndarray,
     tag: np.ndarray,
+    src_job: np.ndarray,
     slot: np.ndarray,
     sig: np.ndarray,
     step: np.ndarray,
@@ -254,12 +298,17 @@ def run_trace(
     alpha_tab: np.ndarray,
     thr_tab: np.ndarray,
 ) -> None:
-    """A trace through one switch (index 0), classification by tag as `Pipeline.classify` does
-    it in tag mode. out[i] = (job or 0, p or -1, threshold, mark)."""
+    """A trace through one switch (index 0), classified as `Pipeline.classify` does it: a
+    tracked opcode, then a non-zero tag's entry (`job_by_tag`), else the source's entry
+    (`src_job[i]`: the hosts table's job for packet i's source, 0 for none).
+    out[i] = (job or 0, p or -1, threshold, mark)."""
     for i in range(tag.shape[0]):
         job = 0
-        if opcode_kind(opcode[i]) and tag[i] > 0:
-            job = job_by_tag[tag[i]]
+        if opcode_kind(opcode[i]):
+            if tag[i] > 0:
+                job = job_by_tag[tag[i]]
+            if job == 0:
+                job = src_job[i]
         if job == 0 or not prm[job, P_INSTALLED]:
             out[i, 0] = 0
             out[i, 1] = -1

@@ -1,44 +1,42 @@
-"""The leaf-spine fabric and the ring workload as flat arrays for the event kernel.
+"""The fabric and the collective's flows as flat arrays for the event kernel.
 
-Ports: host NIC h = h; ToR downlink to host h = H + h; ToR t uplink to spine s = 2H + t*P + s;
-spine s downlink to ToR t = 2H + T*P + s*T + t. Switches: ToR t = t, spine s = T + s.
+Ports (egress, one per link direction), with H hosts, G ToRs (T per pod), Q pods of A spines
+(aggs) each and C cores: host NIC h = h; ToR downlink to host h = H + h; ToR g uplink to agg a of
+its pod = 2H + g*A + a; agg (q, a) downlink to ToR t of its pod = 2H + G*A + (q*A + a)*T + t;
+agg (q, a) uplink to core c = B + (q*A + a)*C + c; core c downlink to agg (q, a) =
+B + Q*A*C + c*Q*A + q*A + a, with B = 2H + 2G*A. Switches: ToR g = g, agg (q, a) = G + q*A + a,
+core c = G + Q*A + c; the ns-3 node id of switch k is H + k (hosts first, as in Astra-Sim's
+topology files). One pod without cores is the two-tier leaf-spine of the first version, port
+for port.
 
-Rings: with R rings of N = H/R members and T ToRs, ring r's member j sits on ToR j // (N/T)
-(consecutive members share a ToR N/T at a time), at local index r*(N/T) + j % (N/T). So every
-ring crosses the spine layer T times, and with static routing (ring r on spine r mod P) every
-uplink and spine downlink carries one ring: the fabric is balanced, 1:1, as in the paper's
-Fig. 1a. Each (member, step) is its own flow (own QP, UDP source port = step), so ECMP hashes it
-onto a new path every step.
+Routing is ns-3's (common.h CalculateRoute): shortest paths, next hops of a switch towards a
+host in the order of their node ids, one chosen per hop by ECMP (`ecmp.py`). Each send of the
+collective (`collectives.py`) is its own flow: its own QP, its own source port, so ECMP hashes
+it onto its own path.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from evaluation.fabric.collectives import build_sends, dim_rings, ring_hosts
 from evaluation.fabric.config import FabricConfig
+from evaluation.fabric.ecmp import (
+    NS3_DPORT,
+    NS3_SPORT_BASE,
+    ecmp_choice,
+    host_ip,
+    mix64,
+    ns3_choice,
+    ns3_ip,
+)
 from symphony.model.pipeline import flow_slot
 
-ROCE_DPORT = 4791
-UDP = 17
-
-
-def mix64(x: int) -> int:
-    """splitmix64's finaliser: the ECMP hash of our switches (seeded per run)."""
-    x &= (1 << 64) - 1
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & ((1 << 64) - 1)
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & ((1 << 64) - 1)
-    return x ^ (x >> 31)
-
-
-def ecmp_choice(src_ip: int, dst_ip: int, sport: int, salt: int, n: int) -> int:
-    key = (src_ip << 32 | dst_ip) ^ (sport << 16 | ROCE_DPORT) << 8 ^ UDP
-    return mix64(key ^ mix64(salt)) % n
-
-
-def host_ip(h: int) -> int:
-    return (10 << 24) | (1 << 16) | h  # 10.1.x.y
+# Egress ports on a path, NIC first: NIC, ToR up, agg up, core down, agg down, ToR down.
+MAX_HOPS = 6
 
 
 @dataclass
@@ -47,120 +45,277 @@ class Fabric:
     n_switches: int
     port_ser_ps: np.ndarray  # serialisation time of one MTU packet
     port_switch: np.ndarray  # switch that owns the port, -1 for NICs
+    port_reverse: np.ndarray  # the egress port at the other end of the same link
     tor_of: np.ndarray  # host -> ToR
+    port_to_switch: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    port_to_host: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    n_hosts: int = 0
+    _dist: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+    _ports_of: list[list[int]] = field(default_factory=list, repr=False)
+
+    def reverse_path(self, path: np.ndarray, plen: int) -> list[int]:
+        """The egress ports of the way back over the same links (an ACK's path when the
+        fabric routes it over the links its data took)."""
+        return [int(self.port_reverse[path[i]]) for i in range(plen - 1, -1, -1)]
+
+    def node_id(self, switch: int) -> int:
+        """The switch's ns-3 node id: its ECMP seed (SwitchNode: m_ecmpSeed = m_id)."""
+        return self.n_hosts + switch
+
+    def _hops_to_tor(self, tor: int) -> np.ndarray:
+        """Switch-to-switch hop counts to `tor` (BFS over switches only: hosts do not
+        forward, as in CalculateRoute)."""
+        if tor not in self._dist:
+            if not self._ports_of:
+                self._ports_of = [[] for _ in range(self.n_switches)]
+                for port in range(self.n_ports):
+                    if self.port_switch[port] >= 0:
+                        self._ports_of[int(self.port_switch[port])].append(port)
+            dist = np.full(self.n_switches, -1, dtype=np.int64)
+            dist[tor], frontier = 0, [tor]
+            while frontier:
+                nxt = []
+                for sw in frontier:
+                    for port in self._ports_of[sw]:
+                        peer = int(self.port_to_switch[port])
+                        if peer >= 0 and dist[peer] < 0:
+                            dist[peer] = dist[sw] + 1
+                            nxt.append(peer)
+                frontier = nxt
+            self._dist[tor] = dist
+        return self._dist[tor]
+
+    def next_hops(self, switch: int, dst: int) -> list[int]:
+        """Egress ports of `switch` on a shortest path to host `dst`, ordered by the next
+        node's id (ns-3 lists them in BFS order, i.e. by node)."""
+        tor = int(self.tor_of[dst])
+        if switch == tor:
+            return [self.n_hosts + dst]
+        dist = self._hops_to_tor(tor)
+        ports = [
+            p
+            for p in self._ports_of[switch]
+            if self.port_to_switch[p] >= 0 and dist[self.port_to_switch[p]] == dist[switch] - 1
+        ]
+        return sorted(ports, key=lambda p: int(self.port_to_switch[p]))
+
+    def route(self, src: int, dst: int, choose: Callable[[int, int], int]) -> list[int]:
+        """Egress ports from host `src` to host `dst`; `choose(switch, n)` picks one of a
+        switch's n next hops."""
+        path, sw = [src], int(self.tor_of[src])
+        while True:
+            hops = self.next_hops(sw, dst)
+            port = hops[choose(sw, len(hops)) if len(hops) > 1 else 0]
+            path.append(port)
+            if self.port_to_host[port] == dst:
+                return path
+            sw = int(self.port_to_switch[port])
+
+
+@dataclass
+class Dag:
+    """Start dependencies between flows in CSR form: flow f starts when all `npred[f]` flows
+    that list it as a successor are fully delivered (root flows: npred 0, a start time)."""
+
+    succ_ptr: np.ndarray  # [flow + 1] offsets into succ_idx
+    succ_idx: np.ndarray  # successors, flow by flow
+    npred: np.ndarray  # [flow]
+
+    @staticmethod
+    def of(n_flows: int, edges: Iterable[tuple[int, int]]) -> Dag:
+        e = np.array(sorted(set(edges)), dtype=np.int64).reshape(-1, 2)
+        counts = np.bincount(e[:, 0], minlength=n_flows)
+        ptr = np.zeros(n_flows + 1, dtype=np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        npred = np.bincount(e[:, 1], minlength=n_flows).astype(np.int64)
+        return Dag(ptr, e[:, 1].copy(), npred)
+
+
+def _empty() -> np.ndarray:
+    return np.zeros(0, dtype=np.int64)
 
 
 @dataclass
 class Workload:
-    ring_hosts: np.ndarray  # [ring, member] -> host
+    ring_hosts: np.ndarray  # [ring, member] -> host ("2d": the dim-0 rings)
     f_src: np.ndarray
     f_dst: np.ndarray
     f_job: np.ndarray
     f_ring: np.ndarray
-    f_step: np.ndarray
+    f_step: np.ndarray  # Symphony's step index (the UDP source port it reads)
     f_npk: np.ndarray
-    f_path: np.ndarray  # [flow, 4] egress ports, NIC first
+    f_path: np.ndarray  # [flow, MAX_HOPS] egress ports, NIC first
     f_plen: np.ndarray
+    f_rpath: np.ndarray  # [flow, MAX_HOPS] egress ports of its ACKs, receiver's NIC first
+    f_rplen: np.ndarray
     f_slot: np.ndarray
     f_sig: np.ndarray
     f_psn0: np.ndarray
-    f_succ: np.ndarray  # flow started when this one is fully delivered, -1 none
+    dag: Dag
     f_start_ps: np.ndarray  # start time of root flows, -1 for the others
     n_jobs: int
     n_steps: int
+    f_pass: np.ndarray = field(default_factory=_empty)
+    f_chunk: np.ndarray = field(default_factory=_empty)
+    f_phase: np.ndarray = field(default_factory=_empty)  # index into `phases`
+    f_sport: np.ndarray = field(default_factory=_empty)  # the UDP source port ECMP hashed
+    phases: list = field(default_factory=list)  # collectives.RingPhase per phase index
+
+
+def _gbps_ser(cfg: FabricConfig, gbps: float) -> int:
+    return round(cfg.mtu * 8 / gbps * 1000)
 
 
 def build_fabric(cfg: FabricConfig) -> Fabric:
-    h, t, p = cfg.hosts, cfg.tors, cfg.spines
-    n_ports = 2 * h + 2 * t * p
-    ser = round(cfg.mtu * 8 / cfg.link_gbps * 1000)
-    port_ser = np.full(n_ports, ser, dtype=np.int64)
+    h, g, t, a, q = cfg.hosts, cfg.n_tors, cfg.tors, cfg.spines, cfg.n_pods
+    c = cfg.n_cores
+    base = 2 * h + 2 * g * a
+    n_ports = base + 2 * q * a * c
+    n_sw = g + q * a + c
+    port_ser = np.full(n_ports, _gbps_ser(cfg, cfg.link_gbps), dtype=np.int64)
     port_switch = np.full(n_ports, -1, dtype=np.int64)
-    tor_of = np.arange(h) // (h // t)
+    port_reverse = np.full(n_ports, -1, dtype=np.int64)
+    to_sw = np.full(n_ports, -1, dtype=np.int64)
+    to_host = np.full(n_ports, -1, dtype=np.int64)
+    tor_of = np.arange(h) // cfg.hosts_per_tor
+
+    def link(up: int, down: int, up_sw: int, down_sw: int, ser: int) -> None:
+        """`up` is owned by `up_sw` and reaches `down_sw`; `down` the other way."""
+        port_switch[up], port_switch[down] = up_sw, down_sw
+        to_sw[up], to_sw[down] = down_sw, up_sw
+        port_reverse[up], port_reverse[down] = down, up
+        port_ser[up] = port_ser[down] = ser
+
     for host in range(h):
-        port_switch[h + host] = tor_of[host]
-    for tor in range(t):
-        for sp in range(p):
-            port_switch[2 * h + tor * p + sp] = tor
-            port_switch[2 * h + t * p + sp * t + tor] = t + sp
+        port_switch[host + h] = tor_of[host]
+        to_sw[host] = tor_of[host]
+        to_host[host + h] = host
+        port_reverse[host], port_reverse[h + host] = h + host, host
+    up_ser = _gbps_ser(cfg, cfg.uplink_gbps)
+    for tor in range(g):
+        pod, local = divmod(tor, t)
+        for s in range(a):
+            agg = pod * a + s
+            link(2 * h + tor * a + s, 2 * h + g * a + agg * t + local, tor, g + agg, up_ser)
+    if c:
+        core_ser = _gbps_ser(cfg, cfg.core_gbps)
+        for agg in range(q * a):
+            for k in range(c):
+                up, down = base + agg * c + k, base + q * a * c + k * q * a + agg
+                link(up, down, g + agg, g + q * a + k, core_ser)
     if cfg.imbalance != 1.0:
-        port_ser[2 * h + 0 * p + 0] = round(ser * cfg.imbalance)
-    return Fabric(n_ports, t + p, port_ser, port_switch, tor_of)
+        port_ser[2 * h] = round(port_ser[2 * h] * cfg.imbalance)  # ToR 0 -> spine 0
+    return Fabric(n_ports, n_sw, port_ser, port_switch, port_reverse, tor_of, to_sw, to_host, h)
 
 
-def ring_hosts(cfg: FabricConfig) -> np.ndarray:
-    n, per = cfg.ring_size, cfg.ring_size // cfg.tors
-    hpt = cfg.hosts // cfg.tors
-    out = np.zeros((cfg.rings, n), dtype=np.int64)
-    for r in range(cfg.rings):
-        for j in range(n):
-            out[r, j] = (j // per) * hpt + r * per + j % per
-    assert len(set(out.ravel().tolist())) == cfg.hosts
-    return out
+def ns3_paths(fab: Fabric, src: int, dst: int, sport: int) -> tuple[list[int], list[int]]:
+    """(data path, ACK path) of a flow as ns-3's switches hash them (SwitchNode::GetOutDev,
+    seeded by the switch's node id). The ACK goes receiver -> sender with sport = the data's
+    dport and dport = the data's sport (rdma-hw.cc ReceiveUdp; GetOutDev hashes
+    ch.ack.sport | ch.ack.dport << 16), so it need not take the data's links back."""
+    sip, dip = ns3_ip(src), ns3_ip(dst)
+    data = fab.route(
+        src, dst, lambda sw, n: ns3_choice(sip, dip, sport, NS3_DPORT, fab.node_id(sw), n)
+    )
+    ack = fab.route(
+        dst, src, lambda sw, n: ns3_choice(dip, sip, NS3_DPORT, sport, fab.node_id(sw), n)
+    )
+    return data, ack
+
+
+def _choosers(
+    cfg: FabricConfig, fab: Fabric, salt: int
+) -> tuple[Callable[..., list[int]], Callable[..., list[int]]]:
+    """(data path, ACK path) of a flow (src, dst, ring, sport) under the configured routing."""
+
+    def static(src: int, dst: int, ring: int, sport: int) -> list[int]:
+        return fab.route(src, dst, lambda sw, n: ring % n)  # ring r on spine r mod n
+
+    def salted(src: int, dst: int, ring: int, sport: int) -> list[int]:
+        # the ToRs keep the run's salt (the first version's paths); higher tiers mix in their
+        # switch so that tiers do not pick alike
+        def pick(sw: int, n: int) -> int:
+            key = salt if sw < cfg.n_tors else salt ^ mix64(sw)
+            return ecmp_choice(host_ip(src), host_ip(dst), sport, key, n)
+
+        return fab.route(src, dst, pick)
+
+    def ns3(src: int, dst: int, ring: int, sport: int) -> list[int]:
+        return ns3_paths(fab, src, dst, sport)[0]
+
+    def ns3_ack(src: int, dst: int, ring: int, sport: int) -> list[int]:
+        return ns3_paths(fab, src, dst, sport)[1]
+
+    def same_links_back(src: int, dst: int, ring: int, sport: int) -> list[int]:
+        fwd = data(src, dst, ring, sport)
+        return fab.reverse_path(np.array(fwd), len(fwd))
+
+    data = static if cfg.routing == "static" else ns3 if cfg.ecmp == "ns3" else salted
+    ack = ns3_ack if (cfg.routing == "ecmp" and cfg.ecmp == "ns3") else same_links_back
+    return data, ack
+
+
+def _route_arrays(nf: int) -> tuple[np.ndarray, ...]:
+    """Per flow, empty: data path, ACK path (MAX_HOPS egress ports each), their lengths, and
+    the flow's (slot, signature) in the switches' flow table."""
+    paths = [np.full((nf, MAX_HOPS), -1, dtype=np.int64) for _ in range(2)]
+    return (*paths, *(np.zeros(nf, dtype=np.int64) for _ in range(4)))
 
 
 def build_workload(cfg: FabricConfig, fab: Fabric, rng: np.random.Generator) -> Workload:
+    """The collective's sends (`collectives.build_sends`) as flows: paths, QPs, start times.
+    Random draws per run: the salt (drawn in every ECMP mode, so that the other draws match),
+    then per flow its initial PSN and, for root flows, its start jitter."""
     cfg.validate()
-    h, t, p = cfg.hosts, cfg.tors, cfg.spines
-    rh = ring_hosts(cfg)
-    n, steps = cfg.ring_size, cfg.steps
-    nf = cfg.rings * n * steps
+    sends = build_sends(cfg)
+    nf = sends.src.shape[0]
     salt = int(rng.integers(0, 1 << 62))
-    arr = {
-        k: np.full(nf, -1, dtype=np.int64)
-        for k in ("src", "dst", "job", "ring", "step", "npk", "plen", "slot", "sig", "psn0")
-    }
-    succ = np.full(nf, -1, dtype=np.int64)
+    # What the flow's packets carry in the UDP source port: ns-3's per-pair counter when ECMP
+    # is ns-3's; else the step (the first version's choice, the paper's prototype's).
+    step = sends.collective_step if cfg.step_index == "collective" else sends.pair_seq
+    ns3_sport = (NS3_SPORT_BASE + sends.pair_seq) & 0xFFFF
+    sport = ns3_sport if cfg.ecmp == "ns3" else step.copy()
+    data_path, ack_path = _choosers(cfg, fab, salt)
+    path, rpath, plen, rplen, slot, sig = _route_arrays(nf)
+    psn0 = np.zeros(nf, dtype=np.int64)
     start = np.full(nf, -1, dtype=np.int64)
-    path = np.full((nf, 4), -1, dtype=np.int64)
-    rings_per_job = cfg.rings // cfg.jobs
-    fid = {}
-    for r in range(cfg.rings):
-        for j in range(n):
-            for s in range(steps):
-                fid[r, j, s] = len(fid)
-    for (r, j, s), f in fid.items():
-        a, b = int(rh[r, j]), int(rh[r, (j + 1) % n])
-        job = r // rings_per_job + 1
-        arr["src"][f], arr["dst"][f], arr["job"][f] = a, b, job
-        arr["ring"][f], arr["step"][f], arr["npk"][f] = r, s, cfg.pkts_per_chunk
-        ta, tb = int(fab.tor_of[a]), int(fab.tor_of[b])
-        if ta == tb:
-            hops = [a, h + b]
-        else:
-            if cfg.routing == "static":
-                u = r % p
-            else:
-                u = ecmp_choice(host_ip(a), host_ip(b), s, salt, p)
-            hops = [a, 2 * h + ta * p + u, 2 * h + t * p + u * t + tb, h + b]
-        path[f, : len(hops)] = hops
-        arr["plen"][f] = len(hops)
-        # A new QP per step: dqpn unique per flow, as Astra-Sim's ns-3 backend opens one per send.
-        slot, sig = flow_slot(host_ip(a), f + 1)
-        arr["slot"][f], arr["sig"][f] = slot, sig
-        arr["psn0"][f] = int(rng.integers(0, 1 << 24))
-        if s + 1 < steps:
-            succ[f] = fid[r, (j + 1) % n, s + 1]
-        if s == 0:
+    for f in range(nf):
+        a, b, r = int(sends.src[f]), int(sends.dst[f]), int(sends.ring[f])
+        hops = data_path(a, b, r, int(sport[f]))
+        back = ack_path(a, b, r, int(sport[f]))
+        path[f, : len(hops)], plen[f] = hops, len(hops)
+        rpath[f, : len(back)], rplen[f] = back, len(back)
+        # A new QP per send: dqpn unique per flow, as Astra-Sim's ns-3 backend opens one per send.
+        slot[f], sig[f] = flow_slot(host_ip(a), f + 1)
+        psn0[f] = int(rng.integers(0, 1 << 24))
+        if sends.root[f]:
+            job = int(sends.job[f])
             js = cfg.job_start_us[job - 1] if job - 1 < len(cfg.job_start_us) else 0.0
             start[f] = round(js * 1e6) + int(rng.integers(0, cfg.start_jitter_ns + 1)) * 1000
     return Workload(
-        ring_hosts=rh,
-        f_src=arr["src"],
-        f_dst=arr["dst"],
-        f_job=arr["job"],
-        f_ring=arr["ring"],
-        f_step=arr["step"],
-        f_npk=arr["npk"],
+        ring_hosts=ring_hosts(cfg) if cfg.topology == "rings" else dim_rings(cfg, 0),
+        f_src=sends.src,
+        f_dst=sends.dst,
+        f_job=sends.job,
+        f_ring=sends.ring,
+        f_step=step,
+        f_npk=-(-sends.msg_bytes // cfg.payload_bytes),
         f_path=path,
-        f_plen=arr["plen"],
-        f_slot=arr["slot"],
-        f_sig=arr["sig"],
-        f_psn0=arr["psn0"],
-        f_succ=succ,
+        f_plen=plen,
+        f_rpath=rpath,
+        f_rplen=rplen,
+        f_slot=slot,
+        f_sig=sig,
+        f_psn0=psn0,
+        dag=Dag.of(nf, sends.edges),
         f_start_ps=start,
         n_jobs=cfg.jobs,
-        n_steps=steps,
+        n_steps=int(step.max()) + 1,
+        f_pass=sends.pass_,
+        f_chunk=sends.chunk,
+        f_phase=sends.phase,
+        f_sport=sport,
+        phases=sends.phases,
     )
 
 
@@ -169,8 +324,7 @@ def background_sources(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(port, first packet time, end time, gap) of each background burst, in ps."""
     bg = cfg.background
-    h, t, p = cfg.hosts, cfg.tors, cfg.spines
-    fabric_ports = np.arange(2 * h, 2 * h + 2 * t * p)
+    fabric_ports = np.arange(2 * cfg.hosts, fab.n_ports)  # every switch-to-switch link
     k = bg.bursts
     ports = rng.choice(fabric_ports, size=k) if k else np.zeros(0, dtype=np.int64)
     horizon = 0.7 * cfg.lockstep_bound_us() * 1e6
@@ -180,41 +334,58 @@ def background_sources(
     return ports.astype(np.int64), t0, t1, gap
 
 
+@dataclass(frozen=True)
+class CustomFlows:
+    """Flows given one by one instead of a collective: `flows` are (src host, dst host,
+    next-hop choice at every switch with several (the spine in a two-tier fabric), packets,
+    start ps or -1 for a flow that waits for its predecessors). `edges` (pred, succ) are start
+    dependencies; `sports`, when given, route every flow and its ACKs by ns-3's ECMP hash with
+    that UDP source port (the choice field is then unused); `steps` are the flows' step index
+    (all 0 when not given)."""
+
+    flows: list[tuple[int, int, int, int, int]]
+    edges: list[tuple[int, int]] = field(default_factory=list)
+    sports: list[int] | None = None
+    steps: list[int] | None = None
+
+
 def custom_workload(
-    cfg: FabricConfig, fab: Fabric, flows: list[tuple[int, int, int, int, int]]
+    cfg: FabricConfig, fab: Fabric, flows: list[tuple[int, int, int, int, int]] | CustomFlows
 ) -> Workload:
-    """Independent flows (src host, dst host, spine for a cross-ToR path, packets, start ps),
-    one job, step 0 each: the sanity checks (line rate, fair share) use it."""
-    h, t, p = cfg.hosts, cfg.tors, cfg.spines
-    nf = len(flows)
-    path = np.full((nf, 4), -1, dtype=np.int64)
-    plen = np.zeros(nf, dtype=np.int64)
-    slot = np.zeros(nf, dtype=np.int64)
-    sig = np.zeros(nf, dtype=np.int64)
-    for f, (a, b, u, _, _) in enumerate(flows):
-        ta, tb = int(fab.tor_of[a]), int(fab.tor_of[b])
-        hops = (
-            [a, h + b] if ta == tb else [a, 2 * h + ta * p + u, 2 * h + t * p + u * t + tb, h + b]
-        )
-        path[f, : len(hops)] = hops
-        plen[f] = len(hops)
+    """Flows given one by one (`CustomFlows`, or its `flows` list alone: independent flows
+    whose ACKs take the same links back), one job: the sanity checks (line rate, fair share)
+    and the ns-3 cross-validation (`crossval.py`) use it."""
+    spec = flows if isinstance(flows, CustomFlows) else CustomFlows(flows)
+    nf = len(spec.flows)
+    path, rpath, plen, rplen, slot, sig = _route_arrays(nf)
+    for f, (a, b, u, _, _) in enumerate(spec.flows):
+        if spec.sports is None:
+            hops = fab.route(a, b, lambda sw, n, u=u: u % n)
+            back = fab.reverse_path(np.array(hops), len(hops))
+        else:
+            hops, back = ns3_paths(fab, a, b, spec.sports[f])
+        path[f, : len(hops)], plen[f] = hops, len(hops)
+        rpath[f, : len(back)], rplen[f] = back, len(back)
         slot[f], sig[f] = flow_slot(host_ip(a), f + 1)
-    col = np.array(flows, dtype=np.int64).reshape(nf, 5)
+    col = np.array(spec.flows, dtype=np.int64).reshape(nf, 5)
+    step = np.array(spec.steps if spec.steps is not None else [0] * nf, dtype=np.int64)
     return Workload(
         ring_hosts=np.zeros((0, 0), dtype=np.int64),
         f_src=col[:, 0].copy(),
         f_dst=col[:, 1].copy(),
         f_job=np.ones(nf, dtype=np.int64),
         f_ring=np.zeros(nf, dtype=np.int64),
-        f_step=np.zeros(nf, dtype=np.int64),
+        f_step=step,
         f_npk=col[:, 3].copy(),
         f_path=path,
         f_plen=plen,
+        f_rpath=rpath,
+        f_rplen=rplen,
         f_slot=slot,
         f_sig=sig,
         f_psn0=np.zeros(nf, dtype=np.int64),
-        f_succ=np.full(nf, -1, dtype=np.int64),
+        dag=Dag.of(nf, spec.edges),
         f_start_ps=col[:, 4].copy(),
         n_jobs=1,
-        n_steps=1,
+        n_steps=int(step.max(initial=0)) + 1,
     )

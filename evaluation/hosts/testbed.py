@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ import grpc
 from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
 from symphony.switch.thrift_registers import Bmv2Thrift
+from symphony_tools.ports import free_port
 from symphony_tools.testbed import Bmv2Env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,12 +37,6 @@ DEFAULT_ENV = replace(
 
 class TestbedError(RuntimeError):
     pass
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Testbed:

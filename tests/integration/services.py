@@ -20,6 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from symphony_tools.ports import free_port
+
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[2]
 # Debian installs the daemons in sbin; a test runner's PATH may not include it.
@@ -39,12 +41,6 @@ def missing_tools(*names: str) -> str | None:
     if os.geteuid() != 0:
         return "slurmd and munged need root"
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for(what: str, probe: Callable[[], T | None], limit_s: float = 60.0) -> T:

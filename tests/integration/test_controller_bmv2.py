@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -32,6 +31,7 @@ import pytest
 
 from symphony import p4names
 from symphony.sizes import BMV2_TICK_NS
+from symphony_tools.ports import free_port
 from symphony_tools.testbed import Bmv2Env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,12 +64,6 @@ pytestmark = [
     pytest.mark.bmv2,
     pytest.mark.skipif(_missing() is not None, reason=f"bmv2 test skipped: {_missing()}"),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def bmv2(action: str, *args: str) -> None:

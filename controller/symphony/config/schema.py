@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from symphony.config.addresses import is_loopback_host, split_host_port
+from symphony.model.params import QueueParams
 
-# Paper section 4.7 (DCQCN defaults): K_min = 50, K_max = 100 (packets on bmv2), P_max = 0.2.
-DEFAULT_QUEUE_MARKING = {"k_min": 50, "k_max": 100, "p_max": 0.2}
+# The paper's RED/DCQCN marking (its section 4.7), declared once in model/params.py: K_min and
+# K_max in the target's depth unit (packets on bmv2), P_max.
+DEFAULT_QUEUE_MARKING: dict[str, Any] = asdict(QueueParams())
 
 
 class ConfigError(ValueError):

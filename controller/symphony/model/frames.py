@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from symphony.model.opcodes import RETH_OPCODES
 from symphony.model.pipeline import Decision, Pipeline, RocePacket
 
 ETH_LEN = 14
@@ -32,8 +33,6 @@ RETH_LEN = 16
 ETHERTYPE_IPV4 = 0x0800
 IP_PROTO_UDP = 17
 UDP_PORT_ROCEV2 = 4791
-# BTH opcodes followed by a RETH (p4src/shared/defines.p4): RDMA WRITE FIRST / ONLY / ONLY imm.
-RETH_OPCODES = frozenset({0x06, 0x0A, 0x0B, 0x26, 0x2A, 0x2B})
 ECN_CE = 0b11
 
 

@@ -10,37 +10,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from symphony.model import arithmetic as ar
+from symphony.model.opcodes import is_first, is_last, is_tracked_opcode
 from symphony.p4names import JOB_COUNTERS, JOB_REGISTERS
 from symphony.sizes import FLOW_SLOTS, MAX_JOBS, TARGETS
 
 TIMESTAMP_MASK = (1 << 32) - 1
 COUNTER_MASK = (1 << 32) - 1
-
-# BTH opcodes (IBTA vol. 1, table 38): RC is 0x00-0x1F, UC 0x20-0x3F; low 5 bits are the op.
-_SEND_FIRST, _SEND_MIDDLE, _SEND_LAST, _SEND_LAST_IMM, _SEND_ONLY, _SEND_ONLY_IMM = range(6)
-_WRITE_FIRST, _WRITE_MIDDLE, _WRITE_LAST, _WRITE_LAST_IMM, _WRITE_ONLY, _WRITE_ONLY_IMM = range(
-    6, 12
-)
-_LAST_OPS = frozenset(
-    {_SEND_LAST, _SEND_LAST_IMM, _SEND_ONLY, _SEND_ONLY_IMM}
-    | {_WRITE_LAST, _WRITE_LAST_IMM, _WRITE_ONLY, _WRITE_ONLY_IMM}
-)
-_FIRST_OPS = frozenset(
-    {_SEND_FIRST, _SEND_ONLY, _SEND_ONLY_IMM, _WRITE_FIRST, _WRITE_ONLY, _WRITE_ONLY_IMM}
-)
-
-
-def is_tracked_opcode(opcode: int) -> bool:
-    """SEND and RDMA WRITE data packets of RC (0x00-0x0B) and UC (0x20-0x2B)."""
-    return opcode >> 5 in (0, 1) and (opcode & 0x1F) <= _WRITE_ONLY_IMM
-
-
-def is_last(opcode: int) -> bool:
-    return is_tracked_opcode(opcode) and opcode & 0x1F in _LAST_OPS
-
-
-def is_first(opcode: int) -> bool:
-    return is_tracked_opcode(opcode) and opcode & 0x1F in _FIRST_OPS
 
 
 @dataclass(frozen=True)
