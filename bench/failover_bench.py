@@ -34,7 +34,8 @@ from pathlib import Path
 
 from symphony.config import load
 from symphony_tools.chaos import Chaos, switch_settled
-from symphony_tools.postgres import TempPostgres, free_port
+from symphony_tools.ports import free_port
+from symphony_tools.postgres import TempPostgres
 from symphony_tools.replicas import ReplicaSet
 from symphony_tools.testbed import Bmv2Env
 

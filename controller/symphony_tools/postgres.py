@@ -12,11 +12,12 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
 from types import TracebackType
+
+from symphony_tools.ports import free_port
 
 
 def server_bin() -> Path | None:
@@ -40,12 +41,6 @@ def missing() -> str | None:
         except KeyError:
             return "no 'postgres' user to run the server as (Debian's package creates it)"
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class TempPostgres:

@@ -22,7 +22,7 @@ import grpc
 
 from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
-from symphony_tools.postgres import free_port
+from symphony_tools.ports import free_port
 
 # A config body for one replica: (API address, metrics address) -> TOML without the store.
 ConfigBody = Callable[[str, str], str]

@@ -23,7 +23,7 @@ from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
 from symphony.client import Client, Retry
 from symphony_tools import postgres
-from symphony_tools.postgres import free_port
+from symphony_tools.ports import free_port
 from symphony_tools.replicas import ReplicaSet
 
 
