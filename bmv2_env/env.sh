@@ -18,3 +18,7 @@ for d in /opt/p4/bin /usr/local/bin; do
   case ":$PATH:" in *":$d:"*) ;; *) [ -d "$d" ] && PATH="$PATH:$d" ;; esac
 done
 export PATH
+
+# bmv2's Thrift server listens on every interface and has no bind option; start.sh closes its
+# port to everything but loopback with an nftables table of this name, stop.sh deletes it.
+thrift_guard_table() { echo "symphony_thrift_${SYMPHONY_THRIFT_PORT}"; }

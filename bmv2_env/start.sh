@@ -2,6 +2,11 @@
 # Bring up bmv2 (simple_switch_grpc) with SYMPHONY_PORTS veth ports, P4Runtime and Thrift on
 # loopback, and no program: the controller (or the PTF base test) pushes the pipeline over
 # P4Runtime. Running it twice is harmless: a switch that already answers is left alone.
+#
+# P4Runtime binds to SYMPHONY_GRPC_ADDR (loopback). The Thrift runtime server (unauthenticated
+# table and register writes) binds to every interface and bmv2 has no option against it, so an
+# nftables rule, installed before bmv2 starts and removed by stop.sh, resets every connection
+# to its port that does not come from a loopback address on the loopback interface.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=env.sh
@@ -12,6 +17,8 @@ die() { echo "bmv2_env/start.sh: $*" >&2; exit 1; }
 command -v "$SYMPHONY_SWITCH" >/dev/null 2>&1 ||
   die "'$SYMPHONY_SWITCH' not found on PATH (install bmv2 with its P4Runtime server: see README.md)"
 [ "$(id -u)" = 0 ] || die "creating veth ports needs root"
+command -v nft >/dev/null 2>&1 ||
+  die "nft not found: install nftables (it closes bmv2's Thrift port to the network)"
 
 mkdir -p "$SYMPHONY_RUN_DIR"
 pidfile="$SYMPHONY_RUN_DIR/switch.pid"
@@ -44,6 +51,20 @@ for p in "$grpc_port" "$SYMPHONY_THRIFT_PORT"; do
   fi
 done
 
+# Loopback only for the Thrift port, before bmv2 opens it (idempotent: the table is replaced).
+guard=$(thrift_guard_table)
+nft delete table inet "$guard" 2>/dev/null || true
+nft -f - <<EOF || die "cannot install the nftables rule that guards Thrift port $SYMPHONY_THRIFT_PORT"
+table inet $guard {
+  chain input {
+    type filter hook input priority -10; policy accept;
+    tcp dport $SYMPHONY_THRIFT_PORT iifname != "lo" reject with tcp reset
+    meta nfproto ipv4 tcp dport $SYMPHONY_THRIFT_PORT ip saddr != 127.0.0.0/8 reject with tcp reset
+    meta nfproto ipv6 tcp dport $SYMPHONY_THRIFT_PORT ip6 saddr != ::1 reject with tcp reset
+  }
+}
+EOF
+
 nohup "$SYMPHONY_SWITCH" "${ifaces[@]}" \
   --device-id "$SYMPHONY_DEVICE_ID" \
   --thrift-port "$SYMPHONY_THRIFT_PORT" \
@@ -55,11 +76,14 @@ echo $! >"$pidfile"
 
 # Wait until both the P4Runtime and the Thrift server accept connections.
 for _ in $(seq 1 100); do
-  kill -0 "$(cat "$pidfile")" 2>/dev/null || { cat "$logfile" >&2; rm -f "$pidfile"; die "bmv2 exited at start"; }
+  kill -0 "$(cat "$pidfile")" 2>/dev/null || {
+    cat "$logfile" >&2; rm -f "$pidfile"; nft delete table inet "$guard" 2>/dev/null
+    die "bmv2 exited at start"
+  }
   if (exec 3<>"/dev/tcp/127.0.0.1/$grpc_port") 2>/dev/null &&
      (exec 3<>"/dev/tcp/127.0.0.1/$SYMPHONY_THRIFT_PORT") 2>/dev/null; then
     echo "bmv2 up (pid $(cat "$pidfile")): P4Runtime $SYMPHONY_GRPC_ADDR device $SYMPHONY_DEVICE_ID," \
-         "Thrift $SYMPHONY_THRIFT_PORT, ports 0..$((SYMPHONY_PORTS - 1)), log $SYMPHONY_RUN_DIR/bmv2.txt"
+         "Thrift $SYMPHONY_THRIFT_PORT (loopback only), ports 0..$((SYMPHONY_PORTS - 1)), log $SYMPHONY_RUN_DIR/bmv2.txt"
     exit 0
   fi
   sleep 0.1

@@ -20,6 +20,11 @@ else
   echo "bmv2 not running"
 fi
 
+# The Thrift port's guard goes with the switch (start.sh installs it again).
+if command -v nft >/dev/null 2>&1; then
+  nft delete table inet "$(thrift_guard_table)" 2>/dev/null || true
+fi
+
 if [ "${1:-}" != "--keep-ports" ]; then
   for ((i = 0; i < SYMPHONY_PORTS; i++)); do
     ip link del "$(switch_if "$i")" 2>/dev/null || true

@@ -69,3 +69,43 @@ def test_a_commit_after_a_sync_started_gets_its_own_sync():
         return s.runs
 
     assert asyncio.run(main()) == [1, 2]
+
+
+class ReconcileProbe(Probe):
+    """A reconciliation reads the whole desired state, then writes for a while."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ready.clear()
+        self.on_reconciled = None
+        self.status = SimpleNamespace(entries=0, state="connecting", last_reconcile=None,
+                                      last_reconcile_changes=0)  # fmt: skip
+        self.full_reads: list[int] = []
+        self.cfg = SimpleNamespace(name="s1")
+
+    async def _read_all(self, sw: object) -> dict:
+        return {}
+
+    async def _sync_all(self, sw: object) -> int:
+        self.full_reads.append(self.committed)
+        await asyncio.sleep(0.01)
+        return 1
+
+
+def test_a_job_committed_during_a_reconciliation_is_installed_by_it():
+    """The manager defers a change a session is not ready for; the reconciliation in progress,
+    already past its read of the desired state, runs once more for it (before: it waited for
+    the next periodic reconciliation, 30 s by default)."""
+
+    async def main() -> ReconcileProbe:
+        s = ReconcileProbe()
+        run = asyncio.create_task(s.reconcile())
+        await asyncio.sleep(0.005)  # the reconciliation has read the state and is writing
+        s.committed += 1
+        assert not s.is_ready
+        s.defer([s.committed])
+        await run
+        return s
+
+    s = asyncio.run(main())
+    assert s.full_reads == [0] and s.jobs == [{1}] and s.is_ready

@@ -9,7 +9,8 @@
     symphonyctl params set [--job JOB] k=0.02 tau=0.375 ...
 
 Every command takes --json for machine-readable output. The API address comes from --api or
-$SYMPHONY_API (default 127.0.0.1:50051); a token from --token-file or $SYMPHONY_TOKEN_FILE.
+$SYMPHONY_API (default 127.0.0.1:50051; replicated controllers: all their addresses, separated
+by commas, and the client finds the leader); a token from --token-file or $SYMPHONY_TOKEN_FILE.
 """
 
 from __future__ import annotations
@@ -43,7 +44,11 @@ def parse_param(text: str) -> tuple[str, Any]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="symphonyctl", description="Symphony controller CLI")
-    p.add_argument("--api", default=os.environ.get("SYMPHONY_API", "127.0.0.1:50051"))
+    p.add_argument(
+        "--api",
+        default=os.environ.get("SYMPHONY_API", "127.0.0.1:50051"),
+        help="the API address; replicas: every replica's, separated by commas (finds the leader)",
+    )
     p.add_argument("--token-file", default=os.environ.get("SYMPHONY_TOKEN_FILE"))
     p.add_argument("--tls-ca", help="CA that signed the controller's certificate (enables TLS)")
     p.add_argument("--tls-cert", help="client certificate (mTLS)")

@@ -7,6 +7,12 @@
         print(job.job_id)          # what the hosts write in their packets (docs/client.md)
         c.release("slurm-1234")
 
+Replicated controllers: give every replica's address (a list, or one string with commas:
+``Client("ctl-a:50051,ctl-b:50051,ctl-c:50051")``). A follower refuses changes with UNAVAILABLE
+and names the leader (trailing metadata ``symphony-leader``); the client goes there at once and
+keeps using it. An address that does not answer is skipped for the next one; only when a whole
+round found no leader (a failover in progress) does the client wait before the next attempt.
+
 `AsyncClient` has the same methods as coroutines (grpc.aio). Every call is retried on the
 transient codes in `Retry.codes` with exponential backoff: safe because every method is
 idempotent on the server - `allocate` on its request key (a retried request gets the same job and
@@ -19,11 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any
 
 import grpc
 
@@ -31,9 +37,36 @@ from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
 from symphony.model.params import PARAM_KINDS
 
-T = TypeVar("T")
 ParamValues = Mapping[str, float | int | str]
 DEFAULT_API = "127.0.0.1:50051"
+# Where a follower names the leader (symphony.api.server.LEADER_KEY; the client imports only
+# the API's stubs, so the key is repeated here and checked by tests/test_client.py).
+LEADER_KEY = "symphony-leader"
+Targets = str | Sequence[str]
+
+
+def split_targets(target: Targets) -> list[str]:
+    """The API addresses of ``"a:1,b:2"`` or ``["a:1", "b:2"]``, in order, without repeats."""
+    items = target.split(",") if isinstance(target, str) else list(target)
+    out: list[str] = []
+    for t in (x.strip() for x in items):
+        if t and t not in out:
+            out.append(t)
+    if not out:
+        raise ValueError("no API address given")
+    return out
+
+
+def _leader_of(exc: grpc.RpcError) -> str:
+    """The leader a follower named in its refusal, or ""."""
+    try:
+        metadata = exc.trailing_metadata() or ()
+    except Exception:  # no metadata on this error (a channel that never connected)
+        return ""
+    for key, value in metadata:
+        if key == LEADER_KEY:
+            return value.decode() if isinstance(value, bytes) else str(value)
+    return ""
 
 
 class ApiError(Exception):
@@ -145,11 +178,12 @@ def _released(job: str | int) -> pb.JobReply:
 
 
 class _Base:
-    """What both clients share: credentials, timeouts, retries, the channel and its stub."""
+    """What both clients share: credentials, timeouts, retries, the replicas' addresses, one
+    channel and stub per address (opened when first used)."""
 
     def __init__(
         self,
-        target: str = DEFAULT_API,
+        target: Targets = DEFAULT_API,
         credentials: Credentials | None = None,
         *,
         timeout_s: float = 30.0,
@@ -158,14 +192,45 @@ class _Base:
         self.credentials = credentials or Credentials()
         self.timeout_s = timeout_s
         self.retry = retry
-        self._channel = self._open(target, self.credentials.channel_credentials())
-        self._stub = pb_grpc.JobServiceStub(self._channel)
+        self.targets = split_targets(target)
+        # The address that answered last (the leader, with replicas): tried first.
+        self.current = self.targets[0]
+        self._channels: dict[str, Any] = {}
+        self._stubs: dict[str, pb_grpc.JobServiceStub] = {}
 
     def _open(self, target: str, creds: grpc.ChannelCredentials | None) -> Any:
         raise NotImplementedError
 
+    def _stub(self, target: str) -> pb_grpc.JobServiceStub:
+        stub = self._stubs.get(target)
+        if stub is None:
+            channel = self._open(target, self.credentials.channel_credentials())
+            self._channels[target] = channel
+            stub = self._stubs[target] = pb_grpc.JobServiceStub(channel)
+        return stub
+
     def _call_kw(self) -> dict[str, Any]:
         return {"timeout": self.timeout_s, "metadata": self.credentials.metadata()}
+
+    def _round(self) -> Iterator[str]:
+        """One round of addresses to try: the last one that answered, then the others in order;
+        a leader named by a refusal is tried next (see `_redirect`), once per round."""
+        self._named: list[str] = []
+        tried: set[str] = set()
+        order = [self.current, *(t for t in self.targets if t != self.current)]
+        while order or self._named:
+            t = self._named.pop(0) if self._named else order.pop(0)
+            if t in tried:
+                continue
+            tried.add(t)
+            yield t
+
+    def _redirect(self, exc: grpc.RpcError) -> None:
+        leader = _leader_of(exc)
+        if leader:
+            if leader not in self.targets:
+                self.targets.append(leader)  # the address the leader advertises
+            self._named.append(leader)
 
 
 class Client(_Base):
@@ -183,19 +248,30 @@ class Client(_Base):
         self.close()
 
     def close(self) -> None:
-        self._channel.close()
+        for channel in self._channels.values():
+            channel.close()
 
-    def _call(self, method: Callable[..., T], request: Any) -> T:
+    def _call(self, method: str, request: Any) -> Any:
         kw = self._call_kw()
         delays = iter(self.retry.delays())
         while True:
-            try:
-                return method(request, **kw)
-            except grpc.RpcError as exc:
-                pause = next(delays, None)
-                if exc.code() not in self.retry.codes or pause is None:
-                    raise _error(exc) from None
-                time.sleep(pause)
+            last: grpc.RpcError | None = None
+            for target in self._round():
+                try:
+                    reply = getattr(self._stub(target), method)(request, **kw)
+                except grpc.RpcError as exc:
+                    if exc.code() not in self.retry.codes:
+                        raise _error(exc) from None
+                    last = exc
+                    self._redirect(exc)
+                    continue
+                self.current = target
+                return reply
+            assert last is not None
+            pause = next(delays, None)
+            if pause is None:
+                raise _error(last) from None
+            time.sleep(pause)
 
     def allocate(
         self,
@@ -208,29 +284,29 @@ class Client(_Base):
         params: ParamValues | None = None,
     ) -> pb.JobReply:
         req = _allocate_request(request_key, name, mode, switches, hosts, params)
-        return self._call(self._stub.Allocate, req)
+        return self._call("Allocate", req)
 
     def release(self, job: str | int, *, missing_ok: bool = False) -> pb.JobReply:
         try:
-            return self._call(self._stub.Release, pb.JobRef(job=str(job)))
+            return self._call("Release", pb.JobRef(job=str(job)))
         except ApiError as exc:
             if missing_ok and exc.code == grpc.StatusCode.NOT_FOUND:
                 return _released(job)
             raise
 
     def get(self, job: str | int) -> pb.GetReply:
-        return self._call(self._stub.Get, pb.JobRef(job=str(job)))
+        return self._call("Get", pb.JobRef(job=str(job)))
 
     def list(self, *, include_released: bool = False) -> list[pb.Job]:
-        reply = self._call(self._stub.List, pb.ListRequest(include_released=include_released))
+        reply = self._call("List", pb.ListRequest(include_released=include_released))
         return list(reply.jobs)
 
     def set_params(self, values: ParamValues, *, job: str | int = "") -> pb.SetParamsReply:
         req = pb.SetParamsRequest(job=str(job), params=params_msg(values))
-        return self._call(self._stub.SetParams, req)
+        return self._call("SetParams", req)
 
     def switch_status(self) -> list[pb.SwitchInfo]:
-        return list(self._call(self._stub.SwitchStatus, pb.SwitchStatusRequest()).switches)
+        return list(self._call("SwitchStatus", pb.SwitchStatusRequest()).switches)
 
 
 class AsyncClient(_Base):
@@ -250,19 +326,30 @@ class AsyncClient(_Base):
         await self.close()
 
     async def close(self) -> None:
-        await self._channel.close()
+        for channel in self._channels.values():
+            await channel.close()
 
-    async def _call(self, method: Callable[..., Any], request: Any) -> Any:
+    async def _call(self, method: str, request: Any) -> Any:
         kw = self._call_kw()
         delays = iter(self.retry.delays())
         while True:
-            try:
-                return await method(request, **kw)
-            except grpc.RpcError as exc:
-                pause = next(delays, None)
-                if exc.code() not in self.retry.codes or pause is None:
-                    raise _error(exc) from None
-                await asyncio.sleep(pause)
+            last: grpc.RpcError | None = None
+            for target in self._round():
+                try:
+                    reply = await getattr(self._stub(target), method)(request, **kw)
+                except grpc.RpcError as exc:
+                    if exc.code() not in self.retry.codes:
+                        raise _error(exc) from None
+                    last = exc
+                    self._redirect(exc)
+                    continue
+                self.current = target
+                return reply
+            assert last is not None
+            pause = next(delays, None)
+            if pause is None:
+                raise _error(last) from None
+            await asyncio.sleep(pause)
 
     async def allocate(
         self,
@@ -275,12 +362,12 @@ class AsyncClient(_Base):
         params: ParamValues | None = None,
     ) -> pb.JobReply:
         req = _allocate_request(request_key, name, mode, switches, hosts, params)
-        reply: pb.JobReply = await self._call(self._stub.Allocate, req)
+        reply: pb.JobReply = await self._call("Allocate", req)
         return reply
 
     async def release(self, job: str | int, *, missing_ok: bool = False) -> pb.JobReply:
         try:
-            reply: pb.JobReply = await self._call(self._stub.Release, pb.JobRef(job=str(job)))
+            reply: pb.JobReply = await self._call("Release", pb.JobRef(job=str(job)))
             return reply
         except ApiError as exc:
             if missing_ok and exc.code == grpc.StatusCode.NOT_FOUND:
@@ -288,18 +375,18 @@ class AsyncClient(_Base):
             raise
 
     async def get(self, job: str | int) -> pb.GetReply:
-        reply: pb.GetReply = await self._call(self._stub.Get, pb.JobRef(job=str(job)))
+        reply: pb.GetReply = await self._call("Get", pb.JobRef(job=str(job)))
         return reply
 
     async def list(self, *, include_released: bool = False) -> list[pb.Job]:
         req = pb.ListRequest(include_released=include_released)
-        return list((await self._call(self._stub.List, req)).jobs)
+        return list((await self._call("List", req)).jobs)
 
     async def set_params(self, values: ParamValues, *, job: str | int = "") -> pb.SetParamsReply:
         req = pb.SetParamsRequest(job=str(job), params=params_msg(values))
-        reply: pb.SetParamsReply = await self._call(self._stub.SetParams, req)
+        reply: pb.SetParamsReply = await self._call("SetParams", req)
         return reply
 
     async def switch_status(self) -> list[pb.SwitchInfo]:
-        reply = await self._call(self._stub.SwitchStatus, pb.SwitchStatusRequest())
+        reply = await self._call("SwitchStatus", pb.SwitchStatusRequest())
         return list(reply.switches)

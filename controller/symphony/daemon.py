@@ -4,7 +4,8 @@
 
 Starts one session per configured switch, the job API (gRPC) and the Prometheus endpoint, all in
 one asyncio loop; stops cleanly on SIGTERM / SIGINT. A bad config stops it before anything
-starts, with a message naming the field.
+starts, with a message naming the field. With ``[store] url`` (PostgreSQL) it is one of several
+replicas: the sessions run only while it holds the leader lease (symphony/replica.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import logging
 import signal
 import sqlite3
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from symphony import config as config_mod
 from symphony import telemetry
@@ -25,8 +26,13 @@ from symphony.api import server as api_server
 from symphony.config import Config, ConfigError
 from symphony.jobs import db_lock
 from symphony.jobs.db_lock import DatabaseInUse
+from symphony.jobs.errors import StoreError
+from symphony.jobs.lease import Lease
 from symphony.jobs.manager import JobManager
-from symphony.jobs.store import JobStore
+from symphony.jobs.migrations import SchemaTooNew
+from symphony.jobs.pg_store import PgJobStore
+from symphony.jobs.store import BaseJobStore, JobStore
+from symphony.replica import Replica, election_id
 from symphony.switch.session import SwitchSession
 
 LOG = logging.getLogger("symphony.daemon")
@@ -64,11 +70,51 @@ def main(argv: Sequence[str] | None = None) -> int:
     with contextlib.suppress(KeyboardInterrupt):
         try:
             asyncio.run(run(cfg))
-        except (DatabaseInUse, sqlite3.Error) as exc:
-            # A second controller on the database, or a database it cannot open (read-only).
+        except (DatabaseInUse, sqlite3.Error, StoreError, SchemaTooNew) as exc:
+            # A second controller on the database, a database it cannot open (read-only,
+            # unreachable), or one migrated by a newer controller.
             print(f"symphony-controller: {exc}", file=sys.stderr)
             return 1
     return 0
+
+
+class Leading:
+    """What only the leader runs: one session per switch and the telemetry poller. A standalone
+    controller leads from start to stop; a replica between taking and losing the lease."""
+
+    def __init__(
+        self, cfg: Config, manager: JobManager, collector: telemetry.SymphonyCollector
+    ) -> None:
+        self.cfg = cfg
+        self.manager = manager
+        self.collector = collector
+        self.fence: Callable[[], None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self, epoch: int | None) -> None:
+        m = self.manager
+        if epoch is not None:
+            m.forget_unknown_switches()  # a write: the leader's
+        eid = None if epoch is None else election_id(epoch)
+        for sw in self.cfg.switches:
+            m.sessions[sw.name] = SwitchSession(sw, self.cfg, m, election_id=eid, fence=self.fence)
+        self._tasks = [
+            asyncio.create_task(s.run(), name=f"session:{n}") for n, s in m.sessions.items()
+        ]
+        self._tasks.append(
+            asyncio.create_task(
+                telemetry.poll(m, self.collector, self.cfg.telemetry_interval_s), name="telemetry"
+            )
+        )
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        self.manager.sessions.clear()
+        # A follower reads no switch: no per-job series of its time as the leader stay behind.
+        self.collector.publish(telemetry.Snapshot())
 
 
 async def run(cfg: Config, stop: asyncio.Event | None = None) -> None:
@@ -78,41 +124,56 @@ async def run(cfg: Config, stop: asyncio.Event | None = None) -> None:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
 
-    db_lock_file = db_lock.hold(cfg.database)
-    try:
-        store = JobStore(cfg.database)
-    except sqlite3.Error as exc:
-        raise sqlite3.OperationalError(f"job database {cfg.database}: {exc}") from exc
-    manager = JobManager(cfg, store)
-    for sw in cfg.switches:
-        manager.sessions[sw.name] = SwitchSession(sw, cfg, manager)
-    collector = telemetry.SymphonyCollector(manager)
+    db_lock_file = None
+    replica: Replica | None = None
+    store: BaseJobStore
+    if cfg.store is None:
+        assert cfg.database is not None
+        db_lock_file = db_lock.hold(cfg.database)
+        try:
+            store = JobStore(cfg.database)
+        except sqlite3.Error as exc:
+            raise sqlite3.OperationalError(f"job database {cfg.database}: {exc}") from exc
+        manager = JobManager(cfg, store)
+    else:
+        pg_store = store = PgJobStore(cfg.store.url, f"symphony:{cfg.store.replica}")
+        lease = Lease(cfg.store.url, cfg.store.replica, cfg.store.advertise, cfg.store.lease_ttl_s)
+        replica = Replica(cfg.store.replica, pg_store, lease)
+        manager = JobManager(cfg, store, gate=replica)
+    collector = telemetry.SymphonyCollector(
+        manager, replica=replica.status if replica is not None else None
+    )
+    leading = Leading(cfg, manager, collector)
     token = api_auth.read_token(cfg.api.token_file) if cfg.api.token_file else None
     metrics = telemetry.serve(collector, cfg.metrics_listen, token)
     grpc_server = await api_server.start(manager, cfg.api)
-    tasks = [asyncio.create_task(s.run(), name=f"session:{n}") for n, s in manager.sessions.items()]
-    tasks.append(
-        asyncio.create_task(
-            telemetry.poll(manager, collector, cfg.telemetry_interval_s), name="telemetry"
-        )
-    )
+    replica_task = None
+    if replica is None:
+        await leading.start(None)
+    else:
+        leading.fence = replica.check
+        replica_task = asyncio.create_task(replica.run(stop, leading), name="replica")
     LOG.info(
-        "symphony-controller running: %d switch(es), %d live job(s)",
+        "symphony-controller running: %d switch(es), %d live job(s)%s",
         len(cfg.switches),
         len(manager.list()),
+        f", replica {cfg.store.replica} on PostgreSQL" if cfg.store is not None else "",
     )
     try:
         await stop.wait()
     finally:
         LOG.info("stopping")
         await grpc_server.stop(grace=1.0)
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        if replica_task is not None:
+            # It steps down (sessions stopped) and hands the lease back.
+            stop.set()
+            await asyncio.gather(replica_task, return_exceptions=True)
+        await leading.stop()
         metrics.shutdown()
         metrics.server_close()
         store.close()
-        db_lock_file.close()
+        if db_lock_file is not None:
+            db_lock_file.close()
 
 
 if __name__ == "__main__":

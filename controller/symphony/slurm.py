@@ -52,6 +52,7 @@ class SlurmConfig:
     hosts: Mapping[str, str] = field(default_factory=dict)
 
     def client(self) -> Client:
+        # `api` may name several replicas ("a:1,b:1"): the client finds the leader.
         return Client(self.api, self.credentials, timeout_s=self.timeout_s, retry=HOOK_RETRY)
 
 
@@ -79,7 +80,7 @@ def load_config(path: Path) -> SlurmConfig:
     hosts = {node: hosts_t.string(node) for node in hosts_t.raw}
     mode = t.choice("mode", ("tag", "hosts"), "tag")
     return SlurmConfig(
-        api=t.address("api", "127.0.0.1:50051"),
+        api=_api(t),
         credentials=creds,
         mode=mode,
         state_dir=t.path("state_dir") or SlurmConfig.state_dir,
@@ -87,6 +88,23 @@ def load_config(path: Path) -> SlurmConfig:
         switches=switches,
         hosts=hosts,
     )
+
+
+def _api(t: TableReader) -> str:
+    """``api``: one address, or the replicas' (a list, or one string with commas), joined with
+    commas as symphony.client takes them."""
+    raw = t.raw.get("api", "127.0.0.1:50051")
+    items = raw.split(",") if isinstance(raw, str) else raw
+    if not isinstance(items, list) or not items:
+        raise ConfigError("api", f"must be an address or a list of addresses, got {raw!r}")
+    out = []
+    for i, item in enumerate(items):
+        one = TableReader({"api": item.strip() if isinstance(item, str) else item}, "", t.base_dir)
+        try:
+            out.append(one.address("api"))
+        except ConfigError as exc:
+            raise ConfigError(f"api[{i}]", str(exc).split(": ", 2)[-1]) from None
+    return ",".join(out)
 
 
 def job_name(slurm_job_id: str) -> str:

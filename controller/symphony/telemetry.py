@@ -20,7 +20,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -35,6 +35,7 @@ from symphony.config import split_host_port
 from symphony.foreground import Pause, Yielder, next_turn
 from symphony.jobs.manager import JobManager
 from symphony.model.pipeline import JobState
+from symphony.replica import ReplicaStatus
 
 LOG = logging.getLogger(__name__)
 
@@ -73,8 +74,12 @@ class Snapshot:
 
 
 class SymphonyCollector(Collector):
-    def __init__(self, manager: JobManager) -> None:
+    def __init__(
+        self, manager: JobManager, replica: Callable[[], ReplicaStatus] | None = None
+    ) -> None:
         self.manager = manager
+        # A replicated controller's leadership (role, epoch, failovers); None: standalone.
+        self.replica = replica
         self.snapshot = Snapshot()
         self._lock = threading.Lock()
 
@@ -134,11 +139,39 @@ class SymphonyCollector(Collector):
             updates.add_metric([s.name], s.updates)
         yield from (up, connects, entries, updates)
 
+        if self.replica is not None:
+            yield from _replica_series(self.replica())
+
         jobs = GaugeMetricFamily("symphony_jobs", "Live jobs by state.", labels=["state"])
         counts = {"active": 0, "releasing": 0, **self.manager.count_by_state()}
         for state, n in sorted(counts.items()):
             jobs.add_metric([state], n)
         yield jobs
+
+
+def _replica_series(st: ReplicaStatus) -> Iterator[Metric]:
+    role = GaugeMetricFamily(
+        "symphony_replica_role",
+        "1 for this replica's role (leader or follower), 0 for the other.",
+        labels=["replica", "role"],
+    )
+    for r in ("leader", "follower"):
+        role.add_metric([st.name, r], 1.0 if st.role == r else 0.0)
+    yield role
+    epoch = GaugeMetricFamily(
+        "symphony_replica_epoch",
+        "The lease epoch this replica leads with, or the last leader's it saw.",
+        labels=["replica"],
+    )
+    epoch.add_metric([st.name], st.epoch)
+    yield epoch
+    failovers = CounterMetricFamily(
+        "symphony_replica_failovers",
+        "Times this replica took the leader lease.",
+        labels=["replica"],
+    )
+    failovers.add_metric([st.name], st.failovers)
+    yield failovers
 
 
 async def poll(manager: JobManager, collector: SymphonyCollector, interval: float) -> None:

@@ -13,7 +13,7 @@ from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
 from symphony.api.auth import TokenInterceptor, read_token, server_credentials
 from symphony.config import ApiConfig
-from symphony.jobs.errors import JobError, Kind
+from symphony.jobs.errors import JobError, Kind, StoreError
 from symphony.jobs.manager import JobManager, Outcome
 
 LOG = logging.getLogger(__name__)
@@ -23,7 +23,12 @@ STATUS = {
     Kind.NOT_FOUND: grpc.StatusCode.NOT_FOUND,
     Kind.CONFLICT: grpc.StatusCode.ALREADY_EXISTS,
     Kind.EXHAUSTED: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    # Transient for the caller: the leader (named in LEADER_KEY) or a retry will take it.
+    Kind.NOT_LEADER: grpc.StatusCode.UNAVAILABLE,
 }
+# Trailing metadata of a NOT_LEADER refusal: the leader's API address, for clients that follow
+# it (symphony.client) without parsing the message.
+LEADER_KEY = "symphony-leader"
 
 
 def _errors(method: Any) -> Any:
@@ -33,15 +38,22 @@ def _errors(method: Any) -> Any:
         try:
             return await method(self, request, context)
         except JobError as exc:
+            if exc.leader:
+                context.set_trailing_metadata(((LEADER_KEY, exc.leader),))
             await context.abort(STATUS[exc.kind], str(exc))
         except grpc.aio.AbortError:
             raise
-        except sqlite3.Error as exc:
-            # The store refused the write (read-only, disk full): its transaction rolled back.
+        except (sqlite3.Error, StoreError) as exc:
+            # The store refused the write (read-only, disk full, unreachable): its transaction
+            # rolled back - unless the connection broke during COMMIT, when nobody knows.
             LOG.error("%s: job database: %s", method.__name__, exc)
-            await context.abort(
-                grpc.StatusCode.UNAVAILABLE, f"job database: {exc} (nothing was changed)"
+            unknown = isinstance(exc, StoreError) and exc.outcome_unknown
+            outcome = (
+                "the change may or may not have been made: retry with the same request key"
+                if unknown
+                else "nothing was changed"
             )
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"job database: {exc} ({outcome})")
         except Exception:
             LOG.exception("%s failed", method.__name__)
             await context.abort(grpc.StatusCode.INTERNAL, "internal error (see controller log)")

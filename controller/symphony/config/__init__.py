@@ -21,6 +21,7 @@ from symphony.config.schema import (
     PortConfig,
     QueueMarking,
     Route,
+    StoreConfig,
     SwitchConfig,
 )
 
@@ -39,6 +40,7 @@ __all__ = [
     "PortConfig",
     "QueueMarking",
     "Route",
+    "StoreConfig",
     "SwitchConfig",
     "example",
     "is_loopback_host",

@@ -8,20 +8,24 @@ file (``switches[1].routes[0].prefix``), so the operator can find it without rea
 from __future__ import annotations
 
 import dataclasses
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from symphony.config.addresses import split_host_port
 from symphony.config.reader import TableReader, read_toml
 from symphony.config.schema import (
     DEFAULT_QUEUE_MARKING,
+    ApiConfig,
     Config,
     ConfigError,
     PipelineConfig,
     PortConfig,
     QueueMarking,
     Route,
+    StoreConfig,
     SwitchConfig,
 )
 from symphony.config.security import api_config, check_metrics_listen
@@ -47,6 +51,7 @@ def parse(raw: Mapping[str, Any], base_dir: Path = Path(".")) -> Config:
         "api",
         "metrics",
         "controller",
+        "store",
     )
     ctl = r.table("controller")
     ctl.only_keys(
@@ -56,13 +61,18 @@ def parse(raw: Mapping[str, Any], base_dir: Path = Path(".")) -> Config:
         "backoff_initial_s",
         "backoff_max_s",
     )
-    database = r.path("database", required=True)
-    assert database is not None
+    store_t = r.table("store")
+    if "url" in store_t.raw and "database" in r.raw:
+        raise ConfigError(
+            "store.url", "give either database (SQLite, one controller) or store.url, not both"
+        )
+    database = r.path("database", required="url" not in store_t.raw)
     qm_defaults = _queue_marking(r.table("queue_marking"), DEFAULT_QUEUE_MARKING)
     pipelines = _pipelines(r.table("pipelines"))
     switches = _switches(r, qm_defaults, pipelines)
     defaults = _defaults(r.table("defaults"))
     api = api_config(r.table("api"))
+    store = _store(store_t, api)
     metrics = r.table("metrics")
     metrics.only_keys("listen")
     metrics_listen = check_metrics_listen(metrics.address("listen", "127.0.0.1:9464"), api)
@@ -79,6 +89,32 @@ def parse(raw: Mapping[str, Any], base_dir: Path = Path(".")) -> Config:
         telemetry_interval_s=ctl.number("telemetry_interval_s", 5.0, lo=0.1, hi=3600),
         backoff_initial_s=backoff_initial,
         backoff_max_s=ctl.number("backoff_max_s", 2.0, lo=backoff_initial, hi=600),
+        store=store,
+    )
+
+
+def _store(r: TableReader, api: ApiConfig) -> StoreConfig | None:
+    r.only_keys("url", "replica", "advertise", "lease_ttl_s")
+    if not r.raw:
+        return None
+    url = r.string("url")
+    if urlsplit(url).scheme not in ("postgresql", "postgres"):
+        raise ConfigError(
+            r.at("url"),
+            f"must be a postgresql:// URL, got {url.split('://')[0]!r}:// (the embedded SQLite"
+            " store is the top-level `database`)",
+        )
+    advertise = r.address("advertise", api.listen)
+    if split_host_port(advertise)[0].strip("[]") in ("0.0.0.0", "::", ""):
+        raise ConfigError(
+            r.at("advertise"),
+            f"clients cannot reach {advertise}: set the address they use for this replica",
+        )
+    return StoreConfig(
+        url=url,
+        replica=r.name("replica", socket.gethostname().split(".")[0] or "replica"),
+        advertise=advertise,
+        lease_ttl_s=r.number("lease_ttl_s", 3.0, lo=0.5, hi=600),
     )
 
 

@@ -98,8 +98,22 @@ class ApiConfig:
 
 
 @dataclass(frozen=True)
+class StoreConfig:
+    """The shared PostgreSQL store of replicated controllers ([store] in the file)."""
+
+    url: str
+    # This replica's name (in the lease row, logs and error messages).
+    replica: str
+    # The API address clients reach this replica at (followers name the leader by it).
+    advertise: str
+    # How long a lease lasts unrenewed: a paused or cut-off leader is replaced after this.
+    lease_ttl_s: float = 3.0
+
+
+@dataclass(frozen=True)
 class Config:
-    database: Path
+    # The embedded SQLite store (one controller), or None with `store` (replicas on PostgreSQL).
+    database: Path | None
     switches: tuple[SwitchConfig, ...]
     pipelines: Mapping[str, PipelineConfig]
     defaults: Mapping[str, Any] = field(default_factory=dict)
@@ -113,6 +127,11 @@ class Config:
     # Reconnect backoff: first delay, doubled per failure up to the cap.
     backoff_initial_s: float = 0.1
     backoff_max_s: float = 2.0
+    store: StoreConfig | None = None
+
+    @property
+    def replicated(self) -> bool:
+        return self.store is not None
 
     def switch(self, name: str) -> SwitchConfig:
         for sw in self.switches:

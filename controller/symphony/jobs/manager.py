@@ -13,13 +13,13 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from symphony.config import Config
 from symphony.foreground import Foreground
 from symphony.jobs import validation as v
 from symphony.jobs.errors import JobError, Kind
-from symphony.jobs.store import Job, JobStore
+from symphony.jobs.store import BaseJobStore, Job
 from symphony.model import params as model_params
 from symphony.model.pipeline import JobState
 from symphony.sizes import TICK_NS
@@ -29,6 +29,26 @@ P = ParamSpec("P")
 R = TypeVar("R")
 INSTALLED = "installed"
 CLEARED = "cleared"
+
+
+class WriteGate(Protocol):
+    """Whether this controller may change anything now (replicas: only the leader may)."""
+
+    def check(self) -> None:
+        """Return, or raise JobError(NOT_LEADER) naming the leader when known."""
+
+    def why_not(self) -> str:
+        """Why this controller does not drive the switches ("" when it does)."""
+
+
+class SoleController:
+    """The gate of a controller that owns its store alone (SQLite, db_lock.py)."""
+
+    def check(self) -> None:
+        return None
+
+    def why_not(self) -> str:
+        return ""
 
 
 def _request(
@@ -44,6 +64,20 @@ def _request(
     return run
 
 
+def _write(
+    method: Callable[Concatenate[JobManager, P], Awaitable[R]],
+) -> Callable[Concatenate[JobManager, P], Awaitable[R]]:
+    """A request that changes the desired state: only when the gate lets this controller write
+    (a follower refuses it before validating or reading anything)."""
+
+    @functools.wraps(method)
+    async def run(self: JobManager, *args: P.args, **kwargs: P.kwargs) -> R:
+        self.gate.check()
+        return await method(self, *args, **kwargs)
+
+    return _request(run)
+
+
 @dataclass(frozen=True)
 class Outcome:
     job: Job
@@ -53,20 +87,29 @@ class Outcome:
 
 
 class JobManager:
-    def __init__(self, config: Config, store: JobStore, sessions: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        config: Config,
+        store: BaseJobStore,
+        sessions: Mapping[str, Any] | None = None,
+        gate: WriteGate | None = None,
+    ):
         self.config = config
         self.store = store
+        self.gate: WriteGate = gate or SoleController()
         self.sessions: dict[str, Any] = dict(sessions or {})
         # One writer at a time: validation reads (name/host clashes) and the commit must see
         # the same state; SQLite's lock does this across processes, this does it in the loop.
         self._write_lock = asyncio.Lock()
         # Requests in progress: telemetry sweeps step aside for them.
         self.foreground = Foreground()
-        self._forget_unknown_switches()
+        if gate is None:
+            self.forget_unknown_switches()
 
-    def _forget_unknown_switches(self) -> None:
+    def forget_unknown_switches(self) -> None:
         """A releasing job pending on a switch that left the config can never be cleared there;
-        count it as cleared so its Job_ID is not lost forever."""
+        count it as cleared so its Job_ID is not lost forever. (A write: a replica does it when
+        it becomes the leader.)"""
         known = set(self.config.switch_names)
         for job in self.store.list():
             if job.state == "releasing":
@@ -110,7 +153,7 @@ class JobManager:
 
     # ---- API ---------------------------------------------------------------------------------
 
-    @_request
+    @_write
     async def allocate(
         self,
         request_key: str,
@@ -134,7 +177,7 @@ class JobManager:
         status = await self._sync(job.switches, job) if job.state == "active" else {}
         return Outcome(job, created, status)
 
-    @_request
+    @_write
     async def release(self, ref: int | str) -> Outcome:
         job = self.find(ref)
         async with self._write_lock:
@@ -174,7 +217,7 @@ class JobManager:
         async def one(sw: str) -> JobState | str:
             session = self.sessions.get(sw)
             if session is None:
-                return "unavailable: no session"
+                return f"unavailable: {self.gate.why_not() or 'no session'}"
             try:
                 return (await session.read_state([job.job_id]))[job.job_id]
             except Exception as exc:  # reported to the caller per switch
@@ -183,7 +226,7 @@ class JobManager:
         results = await asyncio.gather(*(one(sw) for sw in job.switches))
         return dict(zip(job.switches, results, strict=True))
 
-    @_request
+    @_write
     async def set_params(
         self, ref: int | str | None, overrides: Mapping[str, Any]
     ) -> Outcome | None:
@@ -243,6 +286,8 @@ class JobManager:
             if session is None:
                 return "pending: no session"
             if not session.is_ready:
+                # Committed: the reconciliation in progress (or the next) installs it.
+                session.defer(job_ids)
                 return f"pending: switch {session.status.state}"
             # shield: on timeout the sync goes on in the background; only the answer stops
             # waiting for it.

@@ -1,6 +1,11 @@
-"""The desired state in SQLite: jobs, their Job_IDs, parameters. Survives kill -9 at any point.
+"""The desired state: jobs, their Job_IDs, parameters. Survives kill -9 at any point.
 
-Why this is crash safe:
+`BaseJobStore` holds the store's logic once; `JobStore` is the embedded SQLite default (one
+controller per file) and `symphony.jobs.pg_store.PgJobStore` the PostgreSQL store that several
+controller replicas share (docs/operations.md). Both run the same SQL apart from a dialect hook
+or two, the same numbered schema (jobs/migrations.py) and the same transactions.
+
+Why this is crash safe (SQLite; PostgreSQL commits durably by default):
 - WAL journal with ``synchronous=FULL``: a commit is durable once ``commit()`` returns, and a
   crash mid-transaction leaves the database as it was before the transaction.
 - Every state change is one transaction (``BEGIN IMMEDIATE`` takes the write lock first, so the
@@ -21,44 +26,13 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from symphony.jobs import allocator
+from symphony.jobs import allocator, migrations
 from symphony.jobs.errors import JobError, Kind
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
-    uid          INTEGER PRIMARY KEY AUTOINCREMENT,
-    job_id       INTEGER NOT NULL CHECK (job_id BETWEEN 1 AND 16383),
-    request_key  TEXT NOT NULL UNIQUE,
-    request      TEXT NOT NULL,            -- canonical request, to detect a reused key
-    name         TEXT NOT NULL,
-    mode         TEXT NOT NULL CHECK (mode IN ('tag', 'hosts')),
-    hosts        TEXT NOT NULL,            -- JSON list of IPv4 strings
-    switches     TEXT NOT NULL,            -- JSON list of switch names
-    params       TEXT NOT NULL,            -- JSON object: the job's overrides
-    state        TEXT NOT NULL CHECK (state IN ('active', 'releasing', 'released')),
-    pending      TEXT NOT NULL DEFAULT '[]',  -- switches still to clear while releasing
-    created_at   REAL NOT NULL,
-    released_at  REAL
-);
-CREATE UNIQUE INDEX IF NOT EXISTS live_job_id ON jobs(job_id) WHERE state != 'released';
-CREATE UNIQUE INDEX IF NOT EXISTS live_name ON jobs(name) WHERE state != 'released';
--- The source addresses of live hosts-mode jobs, one row each: the host clash check of an
--- allocation is one indexed lookup instead of a scan of every live job. Derived from jobs (and
--- rebuilt from it on every open); kept in the same transactions.
-CREATE TABLE IF NOT EXISTS live_hosts (
-    host  TEXT PRIMARY KEY,
-    uid   INTEGER NOT NULL REFERENCES jobs(uid)
-);
-CREATE TABLE IF NOT EXISTS globals (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL                    -- JSON
-);
-"""
 
 CURSOR_KEY = "allocator.cursor"
 PARAMS_KEY = "params"
@@ -99,50 +73,40 @@ def canonical_request(
     )
 
 
-class JobStore:
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        if str(path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        # isolation_level=None: we issue BEGIN/COMMIT ourselves, so nothing commits implicitly.
-        self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute("PRAGMA busy_timeout=5000")
+class BaseJobStore:
+    """The store's operations over a DB-API-like connection ``_db`` whose rows are addressable
+    by column name and position; a subclass opens it and provides ``_tx`` (one write
+    transaction) and the dialect's host-list lookup."""
+
+    # SQL that selects the rows of live_hosts whose host is in a list parameter (_hosts_param).
+    _HOSTS_IN: str
+    _db: Any
+
+    def __init__(self) -> None:
         # Job_ID -> (name, switches) of every active job, for active_labels(): read from the
         # table once (16k rows take 10 ms of the event loop), then kept up to date by allocate
         # and release, the only writes that make a job active or not. They stage their change
         # (None: no longer active) and _tx applies it once the transaction has committed.
         self._active: dict[int, tuple[str, tuple[str, ...]]] | None = None
         self._staged: dict[int, tuple[str, tuple[str, ...]] | None] = {}
-        # Idempotent DDL (IF NOT EXISTS); safe to run on every start.
-        self._db.executescript(SCHEMA)
-        # live_hosts is derived: rebuild it, so a database from before it existed gets it too.
-        with self._tx() as db:
-            db.execute("DELETE FROM live_hosts")
-            db.execute(
-                "INSERT OR IGNORE INTO live_hosts (host, uid) SELECT h.value, j.uid"
-                " FROM jobs j, json_each(j.hosts) h"
-                " WHERE j.state != 'released' AND j.mode = 'hosts'"
-            )
 
     def close(self) -> None:
         self._db.close()
 
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        self._db.execute("BEGIN IMMEDIATE")
-        self._staged.clear()
-        try:
-            yield self._db
-            self._db.execute("COMMIT")
-        except BaseException:
-            # A failed COMMIT (disk full, I/O error) can leave the transaction open: roll it back
-            # so that the connection is usable again and nothing of it is kept.
-            if self._db.in_transaction:
-                self._db.execute("ROLLBACK")
-            raise
+    def invalidate(self) -> None:
+        """Forget what is cached from the table (the labels): another process may have written
+        since (a replica that was a follower, now the leader)."""
+        self._active = None
+
+    def _tx(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    @staticmethod
+    def _hosts_param(hosts: list[str]) -> Any:
+        raise NotImplementedError
+
+    def _committed(self) -> None:
+        """Apply the staged label changes of a transaction that has just committed."""
         if self._active is not None:
             for job_id, label in self._staged.items():
                 if label is None:
@@ -244,11 +208,10 @@ class JobStore:
                 )
             if mode == "hosts" and hosts:
                 # hosts mode: a source address can belong to one job only (job_by_src is exact).
-                # One JSON parameter, not one per host: a job may list thousands.
                 clash = db.execute(
                     "SELECT l.host, j.job_id FROM live_hosts l JOIN jobs j USING (uid)"
-                    " WHERE l.host IN (SELECT value FROM json_each(?)) ORDER BY l.host",
-                    (json.dumps(list(hosts)),),
+                    f" WHERE {self._HOSTS_IN} ORDER BY l.host",
+                    (self._hosts_param(list(hosts)),),
                 ).fetchall()
                 if clash:
                     owner = clash[0][1]
@@ -263,9 +226,10 @@ class JobStore:
                     Kind.EXHAUSTED, "", f"every Job_ID a {mode}-mode job can use is taken"
                 )
             now = time.time()
-            cur = db.execute(
+            uid = db.execute(
                 "INSERT INTO jobs (job_id, request_key, request, name, mode, hosts, switches,"
-                " params, state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', ?)",
+                " params, state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', ?)"
+                " RETURNING uid",
                 (
                     job_id,
                     request_key,
@@ -277,15 +241,14 @@ class JobStore:
                     json.dumps(dict(params), sort_keys=True),
                     now,
                 ),
-            )
+            ).fetchone()[0]
             if mode == "hosts":
                 db.executemany(
-                    "INSERT INTO live_hosts (host, uid) VALUES (?, ?)",
-                    [(h, cur.lastrowid) for h in hosts],
+                    "INSERT INTO live_hosts (host, uid) VALUES (?, ?)", [(h, uid) for h in hosts]
                 )
             self._set_global(db, CURSOR_KEY, job_id)
             self._staged[job_id] = (name, switches)
-            row = db.execute("SELECT * FROM jobs WHERE uid = ?", (cur.lastrowid,)).fetchone()
+            row = db.execute("SELECT * FROM jobs WHERE uid = ?", (uid,)).fetchone()
             return _job(row), True
 
     def release(self, job_id: int) -> Job:
@@ -347,12 +310,12 @@ class JobStore:
             return params
 
     @staticmethod
-    def _global(db: sqlite3.Connection, key: str, default: Any) -> Any:
+    def _global(db: Any, key: str, default: Any) -> Any:
         row = db.execute("SELECT value FROM globals WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else default
 
     @staticmethod
-    def _set_global(db: sqlite3.Connection, key: str, value: Any) -> None:
+    def _set_global(db: Any, key: str, value: Any) -> None:
         db.execute(
             "INSERT INTO globals (key, value) VALUES (?, ?)"
             " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
@@ -360,7 +323,63 @@ class JobStore:
         )
 
 
-def _first_free(db: sqlite3.Connection, lo: int, hi: int) -> int | None:
+class JobStore(BaseJobStore):
+    """The embedded store: one SQLite file, one controller (db_lock.py)."""
+
+    _HOSTS_IN = "l.host IN (SELECT value FROM json_each(?))"
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__()
+        self.path = Path(path)
+        if str(path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        # isolation_level=None: we issue BEGIN/COMMIT ourselves, so nothing commits implicitly.
+        self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        with self._tx() as db:
+            db.execute(migrations.VERSION_TABLE.format(real="REAL"))
+            row = db.execute("SELECT MAX(version) AS v FROM schema_version").fetchone()
+            for m in migrations.pending(row["v"] or 0):
+                for statement in m.statements("sqlite"):
+                    db.execute(statement)
+                db.execute(
+                    "INSERT INTO schema_version (version, what, applied_at) VALUES (?, ?, ?)",
+                    (m.version, m.what, time.time()),
+                )
+            # live_hosts is derived: rebuild it, so a database from before it existed (or one
+            # whose copy was lost) gets it too. One controller owns the file, so it may.
+            db.execute("DELETE FROM live_hosts")
+            db.execute(
+                "INSERT OR IGNORE INTO live_hosts (host, uid) SELECT h.value, j.uid"
+                " FROM jobs j, json_each(j.hosts) h"
+                " WHERE j.state != 'released' AND j.mode = 'hosts'"
+            )
+
+    @staticmethod
+    def _hosts_param(hosts: list[str]) -> Any:
+        # One JSON parameter, not one per host: a job may list thousands.
+        return json.dumps(hosts)
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        self._db.execute("BEGIN IMMEDIATE")
+        self._staged.clear()
+        try:
+            yield self._db
+            self._db.execute("COMMIT")
+        except BaseException:
+            # A failed COMMIT (disk full, I/O error) can leave the transaction open: roll it back
+            # so that the connection is usable again and nothing of it is kept.
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise
+        self._committed()
+
+
+def _first_free(db: Any, lo: int, hi: int) -> int | None:
     """The lowest Job_ID in lo..hi that no live job holds, or None: bisection on counts of the
     live_job_id index (counted inside SQLite), so an allocation costs about a millisecond even
     when the range is all but full, instead of listing every live ID."""
@@ -389,7 +408,7 @@ def _some(items: list[str], shown: int = 8) -> str:
     return ", ".join(items[:shown]) + more
 
 
-def _job(row: sqlite3.Row) -> Job:
+def _job(row: Any) -> Job:
     return Job(
         uid=row["uid"],
         job_id=row["job_id"],

@@ -27,6 +27,7 @@ reconciliation does. docs/scale.md has the design and the measurements.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -101,8 +102,23 @@ class SessionStatus:
 
 
 class SwitchSession:
-    def __init__(self, cfg: SwitchConfig, config: Config, source: DesiredSource) -> None:
+    def __init__(
+        self,
+        cfg: SwitchConfig,
+        config: Config,
+        source: DesiredSource,
+        *,
+        election_id: int | None = None,
+        fence: Callable[[], None] | None = None,
+    ) -> None:
+        """``election_id``: a replicated controller's, derived from its lease epoch (None: finsy's
+        default). ``fence`` raises while this process may not write (its lease is not known to
+        be valid); it is called before every write, and with it the session also checks, before
+        each bmv2 Thrift write (which no arbitration guards), that the switch still takes its
+        P4Runtime writes."""
         self.cfg = cfg
+        self.election_id = election_id
+        self.fence = fence
         self.config = config
         self.source = source
         self.target: Target = target(cfg.target)
@@ -138,11 +154,14 @@ class SwitchSession:
         return self._ready.is_set()
 
     def options(self) -> SwitchOptions:
-        return SwitchOptions(
+        opts = SwitchOptions(
             p4info=self.pipeline.p4info,
             p4blob=self._device_config,
             device_id=self.cfg.device_id,
         )
+        if self.election_id is not None:
+            opts = dataclasses.replace(opts, initial_election_id=self.election_id)
+        return opts
 
     async def run(self) -> None:
         backoff = Backoff(self.config.backoff_initial_s, self.config.backoff_max_s)
@@ -211,6 +230,9 @@ class SwitchSession:
             self._mirror_stale = True  # read afresh below, whatever the mirror held
             self._dirty_all = True
             changes = await self._sync_locked(sw)
+            # Changes committed while this ran were deferred to it (defer()): cover them too.
+            while self._dirty or self._dirty_all:
+                changes += await self._sync_locked(sw)
             self.status.state = "ready"
             self.status.last_reconcile = time.time()
             self.status.last_reconcile_changes = changes
@@ -241,6 +263,15 @@ class SwitchSession:
             if not self.is_ready:
                 raise SwitchUnavailable(self.name, self.status.last_error or self.status.state)
             return await self._sync_locked(self._require())
+
+    def defer(self, job_ids: Iterable[int] | None = None) -> None:
+        """A committed change this session cannot write now (not ready): the reconciliation in
+        progress or the next one covers it. Without this, a job committed while a reconciliation
+        was already past its read of the desired state waited for the next periodic one."""
+        if job_ids is None:
+            self._dirty_all = True
+        else:
+            self._dirty.update(job_ids)
 
     def _require(self) -> finsy.Switch:
         if self._sw is None:
@@ -363,9 +394,9 @@ class SwitchSession:
         await self._write(sw, p4r.Update.DELETE, d.delete)
         if self._registers is not None and new_jobs:
             if bulk_reset and len(new_jobs) > 1:
-                await self._registers.clear_all()
+                await self._reset_registers(sw, None)
             else:
-                await self._registers.reset(new_jobs)
+                await self._reset_registers(sw, new_jobs)
         await self._write(sw, p4r.Update.MODIFY, d.modify)
         d.insert.sort(key=lambda e: -_table_rank(e, schema))
         await self._write(sw, p4r.Update.INSERT, d.insert)
@@ -379,7 +410,7 @@ class SwitchSession:
         # state and report them cleared here.
         if releasing:
             if self._registers is not None:
-                await self._registers.reset(j.job_id for j in releasing)
+                await self._reset_registers(sw, [j.job_id for j in releasing])
             for job in releasing:
                 self.source.cleared(job, self.name)
         return len(d)
@@ -417,9 +448,39 @@ class SwitchSession:
             )
         return entries.index(entries.strip_for_compare(e) for e in got)
 
+    def _check_fence(self, sw: finsy.Switch) -> None:
+        if self.fence is None:
+            return
+        self.fence()
+        # finsy bids a higher election id when the switch promotes it after the primary left;
+        # a replica must keep its epoch's, or a deposed leader could outbid the new one.
+        if sw.election_id != self.election_id:
+            raise SwitchUnavailable(
+                self.name, f"election id changed under us ({sw.election_id}); not writing"
+            )
+
+    async def _reset_registers(self, sw: finsy.Switch, job_ids: Iterable[int] | None) -> None:
+        """Zero these jobs' registers (every job's when None), fenced: bmv2's Thrift API has no
+        arbitration, so a replica first proves that the switch still takes its P4Runtime writes
+        (an empty WriteRequest, refused with PERMISSION_DENIED unless we are the primary), then
+        checks its lease deadline once more right before the call."""
+        assert self._registers is not None
+        if self.fence is not None:
+            client = sw._p4client  # finsy skips an empty write; this one is the probe
+            if client is None:
+                raise SwitchUnavailable(self.name, "not connected")
+            self._check_fence(sw)
+            await client.request(p4r.WriteRequest(device_id=sw.device_id))
+            self._check_fence(sw)
+        if job_ids is None:
+            await self._registers.clear_all()
+        else:
+            await self._registers.reset(job_ids)
+
     async def _write(self, sw: finsy.Switch, kind: int, items: Sequence[p4r.TableEntry]) -> None:
         for i in range(0, len(items), WRITE_BATCH):
             chunk = items[i : i + WRITE_BATCH]
+            self._check_fence(sw)
             await sw.write(entries.updates(kind, chunk))
             self.status.updates += len(chunk)
 
