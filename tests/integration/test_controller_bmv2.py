@@ -174,7 +174,7 @@ def entries_on_switch() -> dict[bytes, Entry]:
 
 def packets(job_id: int, steps=(5, 5, 5), src: str = "10.0.0.1", tag: bool = True) -> list:
     """A RDMA WRITE message of len(steps) packets: FIRST (resets the flow slot), MIDDLEs."""
-    from symphony.packets import WRITE_FIRST, WRITE_MIDDLE, rocev2
+    from conformance.packets import WRITE_FIRST, WRITE_MIDDLE, rocev2
 
     return [
         rocev2(
@@ -201,9 +201,9 @@ def expected_state(
     """The golden model's state after ``pkts`` for a fresh job, by default with T_win = 0
     (every packet closes a window, so the result does not depend on the switch's clock). Every
     decision must be certain (P = 0 or 1), and with ``marks`` False never a mark."""
+    from conformance.packets import parsed_view
     from symphony.model.params import JobParams
     from symphony.model.pipeline import Pipeline
-    from symphony.packets import parsed_view
 
     views = [parsed_view(p) for p in pkts]
     model = Pipeline()
@@ -503,8 +503,8 @@ def test_overlap_gauge_tracks_a_two_step_misalignment_into_prometheus(setup, tmp
     the recording rule, and every query of the Grafana dashboard."""
     from services import Prometheus, missing_tools, wait_for
 
+    from conformance.packets import WRITE_FIRST, WRITE_LAST, WRITE_MIDDLE, rocev2
     from symphony.model.params import JobParams
-    from symphony.packets import WRITE_FIRST, WRITE_LAST, WRITE_MIDDLE, rocev2
     from symphony_tools import dashboard
 
     if (why := missing_tools("prometheus")) is not None:

@@ -198,7 +198,7 @@ def _switches(
             raise ConfigError(sw.at("target"), f"no [pipelines.{target}] section for {target!r}")
         thrift_port = sw.integer("thrift_port", 9090, lo=1, hi=65535)
         thrift_host = sw.string("thrift_host", split_host_port(address)[0].strip("[]"))
-        ports = []
+        ports: list[PortConfig] = []
         port_numbers: set[int] = set()
         for p in sw.array("ports"):
             p.only_keys("port", "peer", "k_min", "k_max", "p_max")
@@ -210,13 +210,12 @@ def _switches(
             ports.append(
                 PortConfig(number, _queue_marking(p, dataclasses.asdict(qm_defaults)), peer)
             )
-        for p in ports:
-            if p.peer is not None and p.peer not in port_numbers:
-                idx = ports.index(p)
+        for idx, pc in enumerate(ports):
+            if pc.peer is not None and pc.peer not in port_numbers:
                 raise ConfigError(
-                    f"{sw.prefix}.ports[{idx}].peer", f"port {p.peer} is not in ports"
+                    f"{sw.prefix}.ports[{idx}].peer", f"port {pc.peer} is not in ports"
                 )
-        routes = []
+        routes: list[Route] = []
         for rt in sw.array("routes"):
             rt.only_keys("prefix", "port")
             prefix = rt.network("prefix")

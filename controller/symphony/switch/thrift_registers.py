@@ -56,8 +56,8 @@ def find_bmv2_python_modules() -> str | None:
 
 def _import_clients() -> tuple[Any, Any]:
     try:
-        from bm_runtime.standard import Standard  # type: ignore[import-not-found]
-        from sswitch_runtime import SimpleSwitch  # type: ignore[import-not-found]
+        from bm_runtime.standard import Standard
+        from sswitch_runtime import SimpleSwitch
     except ImportError:
         path = find_bmv2_python_modules()
         if path is None:
@@ -67,8 +67,8 @@ def _import_clients() -> tuple[Any, Any]:
             ) from None
         # Appended, not prepended: bmv2's directory must not shadow our own dependencies.
         sys.path.append(path)
-        from bm_runtime.standard import Standard  # type: ignore[import-not-found]
-        from sswitch_runtime import SimpleSwitch  # type: ignore[import-not-found]
+        from bm_runtime.standard import Standard
+        from sswitch_runtime import SimpleSwitch
     return Standard, SimpleSwitch
 
 
@@ -119,7 +119,7 @@ class Bmv2Thrift:
         return int(v.bytes), int(v.packets)
 
     def counter_write(self, name: str, index: int, packets: int = 0, nbytes: int = 0) -> None:
-        from bm_runtime.standard.ttypes import BmCounterValue  # type: ignore[import-not-found]
+        from bm_runtime.standard.ttypes import BmCounterValue
 
         self._std.bm_counter_write(0, name, index, BmCounterValue(bytes=nbytes, packets=packets))
 
