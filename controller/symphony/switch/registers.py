@@ -129,11 +129,10 @@ class ThriftJobRegisters:
                 for jid in job_ids:
                     for name in JOB_REGISTERS.values():
                         c.register_write(name, jid, 0)
-                    # Counter slots are zeroed when the Thrift client can write one slot;
-                    # resetting the whole array would zero every other job's counters too.
-                    if hasattr(c, "counter_write"):
-                        for name in JOB_COUNTERS.values():
-                            c.counter_write(name, jid, 0, 0)
+                    # One slot at a time: resetting the whole array would zero every other
+                    # job's counters too.
+                    for name in JOB_COUNTERS.values():
+                        c.counter_write(name, jid, 0, 0)
             except Exception:
                 self._client = None
                 raise

@@ -13,8 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from thrift.protocol import TBinaryProtocol, TMultiplexedProtocol
@@ -139,12 +137,3 @@ class Bmv2Thrift:
             self._ss.set_all_egress_queue_depths(depth_pkts)
         else:
             self._ss.set_egress_queue_depth(port, depth_pkts)
-
-
-@contextmanager
-def bmv2_thrift(host: str = "127.0.0.1", port: int = 9090) -> Iterator[Bmv2Thrift]:
-    client = Bmv2Thrift(host, port)
-    try:
-        yield client
-    finally:
-        client.close()
