@@ -21,20 +21,23 @@ from __future__ import annotations
 import argparse
 import socket
 import statistics
+import sys
 import threading
 import time
 from pathlib import Path
 
-from symphony import packets as rp
-from symphony.model.params import JobParams
-from symphony.p4names import FLOW_BASE, JOB_COUNTERS, JOB_REGISTERS
-from symphony.sizes import BMV2_TICK_NS
-from symphony.switch import desired
-from symphony.switch.thrift_registers import Bmv2Thrift
-from symphony_tools import testbed
-from symphony_tools.blocking import BlockingSwitch
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the packet builders live on the test side (conformance/)
+
+from conformance import packets as rp  # noqa: E402
+from symphony.model.params import JobParams  # noqa: E402
+from symphony.p4names import FLOW_BASE, JOB_COUNTERS, JOB_REGISTERS  # noqa: E402
+from symphony.sizes import BMV2_TICK_NS  # noqa: E402
+from symphony.switch import desired  # noqa: E402
+from symphony.switch.thrift_registers import Bmv2Thrift  # noqa: E402
+from symphony_tools import testbed  # noqa: E402
+from symphony_tools.blocking import BlockingSwitch  # noqa: E402
+
 JOB = 1
 ETH_P_ALL = 0x0003
 

@@ -42,11 +42,9 @@ from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
 from symphony.jobs.store import JobStore
 from symphony_tools.ports import free_port
-from symphony_tools.testbed import Bmv2Env
+from symphony_tools.testbed import BMV2_JSON, P4INFO, Bmv2Env
 
 ROOT = Path(__file__).resolve().parents[1]
-P4INFO = ROOT / "build/bmv2/symphony.p4info.txtpb"
-BMV2_JSON = ROOT / "build/bmv2/symphony.json"
 ENV = Bmv2Env.from_env()
 
 

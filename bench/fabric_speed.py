@@ -1,7 +1,6 @@
 """Speed of the fabric simulator's kernel (evaluation/fabric) against the reference kept in
 bench/reference_kernel/ (the event loop of git revision 113030d, before issue 22's speed work,
-run behind today's glue), side by side in one run on this machine, and the single-port
-pure-Python simulator (evaluation/sim.py).
+run behind today's glue), side by side in one run on this machine.
 
     python bench/fabric_speed.py                   # Table 1 default (table1), 3 seeds
     python bench/fabric_speed.py --preset v1 --seeds 5 --chunk-kb 2048
@@ -30,9 +29,6 @@ from evaluation.fabric import sim as today
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.scenarios import PRESETS
 from evaluation.fabric.sim import FabricResult, simulate
-from evaluation.sim import SimConfig
-from evaluation.sim import simulate as old_simulate
-from symphony.model.params import JobParams
 
 # The glue times the kernel call with time.perf_counter: thread CPU time instead.
 today.time.perf_counter = time.thread_time  # type: ignore[attr-defined]
@@ -97,14 +93,6 @@ def main() -> None:
     if not args.only_128:
         for mode in ("baseline", "symphony"):
             print(compare(replace(base, mode=mode), args.seeds), flush=True)
-        old = SimConfig(symphony=JobParams(k=0.01))
-        t0 = time.perf_counter()
-        res = old_simulate(old, 0)
-        per_pkt = (time.perf_counter() - t0) / res.data_delivered
-        print(
-            f"evaluation/sim.py (pure Python, golden Pipeline per packet): "
-            f"{per_pkt * 1e6:.1f} us per packet-hop ({1 / per_pkt / 1e3:.0f} k/s)"
-        )
     if args.with_128 or args.only_128:
         print(run_128(base, args.preset), flush=True)
 

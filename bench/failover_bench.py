@@ -38,10 +38,9 @@ from symphony_tools.chaos import Chaos, switch_settled
 from symphony_tools.ports import free_port
 from symphony_tools.postgres import TempPostgres
 from symphony_tools.replicas import ReplicaSet
-from symphony_tools.testbed import Bmv2Env
+from symphony_tools.testbed import BMV2_JSON, P4INFO, Bmv2Env
 
 ROOT = Path(__file__).resolve().parents[1]
-BUILD = ROOT / "build/bmv2"
 ENV = Bmv2Env.from_env()
 
 
@@ -88,8 +87,8 @@ def main() -> int:
         return ENV.controller_toml(
             api=api,
             metrics=metrics,
-            p4info=BUILD / "symphony.p4info.txtpb",
-            bmv2_json=BUILD / "symphony.json",
+            p4info=P4INFO,
+            bmv2_json=BMV2_JSON,
             controller="reconcile_interval_s = 60\nbackoff_initial_s = 0.05\n"
             "backoff_max_s = 0.5\ninstall_timeout_s = 10",
         )

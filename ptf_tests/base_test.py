@@ -28,12 +28,12 @@ from ptf.base_tests import BaseTest
 from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
+from conformance.packets import ip_to_int, parsed_view
 from symphony.model import tables
 from symphony.model.params import JobParams, QueueParams
 from symphony.model.pipeline import Decision, JobState, Pipeline
 from symphony.model.tables import TableEntrySpec
 from symphony.p4names import FLOW_BASE, JOB_REGISTERS
-from symphony.packets import ip_to_int, parsed_view
 from symphony.sizes import BMV2_TICK_NS, MAX_JOBS
 from symphony.switch import desired
 from symphony.switch.registers import JobRegisters, ThriftJobRegisters

@@ -21,7 +21,7 @@ from scapy.layers.l2 import ARP, Ether
 from sequences import CLOSE_WINDOW, JobPlan
 from sequences import generate as valid_sequence
 
-from symphony import packets as rp
+from conformance import packets as rp
 
 # Header fields of Ethernet / IPv4 / UDP / BTH / RETH: (name, bit offset in the frame, width).
 _ETH, _IP, _UDP, _BTH, _RETH = 0, 14 * 8, 34 * 8, 42 * 8, 54 * 8

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from symphony import packets as rp
+from conformance import packets as rp
 from symphony.model.params import JobParams
 
 # Ops: (first, middle, last) opcodes of a message kind; ONLY kinds are single packets.

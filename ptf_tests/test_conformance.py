@@ -12,12 +12,9 @@ SYMPHONY_CONFORMANCE_SEED (0).
 """
 
 import os
-import sys
 
-from base_test import ROOT, T_WIN_ALWAYS_US, T_WIN_NEVER_US, SymphonyTest
+from base_test import T_WIN_ALWAYS_US, T_WIN_NEVER_US, SymphonyTest
 from ptf import testutils
-
-sys.path.insert(0, str(ROOT))  # the test-side packages live at the repository root
 
 from conformance.adapters.bmv2_ptf import PACKETS_ENV, SEED_ENV, TRACES_ENV, Bmv2PtfAdapter
 from conformance.runner import report, run_suite

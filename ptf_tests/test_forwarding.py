@@ -11,7 +11,7 @@ from scapy.layers.inet import IP, TCP, UDP, IPOption_NOP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 
-from symphony import packets as rp
+from conformance import packets as rp
 
 JOB = 21
 HOST = "10.0.0.21"

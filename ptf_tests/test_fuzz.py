@@ -26,7 +26,7 @@ import finsy as fy
 from base_test import SymphonyTest
 from fuzz_frames import generate
 
-from symphony.model.frames import Outcome, SwitchModel
+from conformance.frames import Outcome, SwitchModel
 from symphony.model.pipeline import JobState
 from symphony.p4names import FLOW_BASE, JOB_COUNTERS, JOB_REGISTERS
 from symphony_tools import testbed

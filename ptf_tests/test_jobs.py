@@ -2,7 +2,7 @@
 
 from base_test import SymphonyTest
 
-from symphony import packets as rp
+from conformance import packets as rp
 from symphony.p4names import JOB_REGISTERS
 from symphony.sizes import MAX_JOBS
 

@@ -4,7 +4,7 @@ import math
 
 from base_test import T_WIN_NEVER_US, SymphonyTest
 
-from symphony import packets as rp
+from conformance import packets as rp
 from symphony.model import arithmetic as ar
 from symphony.model.params import JobParams
 

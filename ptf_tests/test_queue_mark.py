@@ -13,7 +13,7 @@ from ptf import testutils
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from symphony import packets as rp
+from conformance import packets as rp
 from symphony.model.params import QueueParams
 
 JOB = 17

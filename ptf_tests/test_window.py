@@ -6,7 +6,7 @@ packet, T_win = "never" keeps it open (docs/design.md).
 
 from base_test import T_WIN_ALWAYS_US, T_WIN_NEVER_US, SymphonyTest
 
-from symphony import packets as rp
+from conformance import packets as rp
 from symphony.model.params import JobParams
 
 JOB = 13

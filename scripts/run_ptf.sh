@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . bmv2_env/env.sh
 venv=${VENV:-.venv}
+# The test-side packages (conformance/: packet builders, frame oracle, traces) live at the root.
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p run
 
 started=0

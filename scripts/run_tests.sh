@@ -35,6 +35,13 @@ else
   echo "lint FAILED"; failed=$((failed + 1))
 fi
 
+echo "== types (mypy --strict on controller/symphony: pyproject.toml [tool.mypy])"
+if "$venv/bin/python" -m mypy; then
+  passed=$((passed + 1))
+else
+  echo "mypy FAILED"; failed=$((failed + 1))
+fi
+
 # The controller's bmv2 integration tests need the compiled program too: build it first.
 if command -v p4c-bm2-ss >/dev/null; then
   echo "== make build (bmv2)"

@@ -9,6 +9,7 @@ import tomllib
 
 from symphony import config
 from symphony.config import ConfigError
+from symphony.model.params import QueueParams
 
 
 def write_example(tmp_path: Path, edit=None) -> Path:
@@ -80,7 +81,7 @@ def test_example_config_loads(tmp_path):
     # Port 3 overrides k_min/k_max and inherits p_max from [queue_marking].
     p3 = s1.ports[3]
     assert (p3.marking.k_min, p3.marking.k_max, p3.marking.p_max) == (20, 80, 0.2)
-    assert s1.ports[0].marking == config.QueueMarking(50, 100, 0.2)
+    assert s1.ports[0].marking == QueueParams(50, 100, 0.2)
     assert cfg.database == tmp_path / "examples/../run/symphony.db"
     assert cfg.api.is_loopback
     assert cfg.defaults == {"k": 0.01, "tau": 0.25, "t_win_us": 100.0}

@@ -18,6 +18,7 @@ from conformance.adapters.model import ModelAdapter
 from conformance.adapters.t2na import T2naModelAdapter
 from conformance.faults import AlphaPlusTwo, Perturbed
 from conformance.implementation import Row
+from conformance.packets import parsed_view
 from conformance.runner import Result, report, run_suite
 from conformance.traces import GAPS, Trace, TracePacket, generate, trace_set
 from evaluation.fabric import golden_diff
@@ -27,7 +28,6 @@ from symphony.model.opcodes import is_first, is_last, is_tracked_opcode
 from symphony.model.params import T_WIN_MAX_TICKS, JobParams
 from symphony.model.pipeline import JobState, Pipeline, ecn_out
 from symphony.p4names import FLOW_BASE
-from symphony.packets import parsed_view
 from symphony.sizes import FLOW_SLOTS
 
 # A window that never closes in these tests: the longest T_win, in us (bmv2: 1 tick = 1 us).

@@ -1,5 +1,5 @@
 """The emulated hosts' frames are the contract's wire format: byte for byte what the scapy
-builders (symphony.packets, scapy.contrib.roce) produce, ICRC included."""
+builders (conformance.packets, scapy.contrib.roce) produce, ICRC included."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from scapy.contrib.roce import cnp
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from symphony import packets as rp
+from conformance import packets as rp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from evaluation.hosts import wire

@@ -15,17 +15,6 @@ from symphony.jobs.errors import JobError, Kind, StoreError
 from symphony.jobs.lease import Lease
 from symphony.jobs.pg_store import PgJobStore
 from symphony.jobs.store import JobStore
-from symphony_tools import postgres
-
-
-@pytest.fixture(scope="module")
-def pg():
-    """A PostgreSQL cluster of this module's own (Debian's server), stopped at its end."""
-    why = postgres.missing()
-    if why:
-        pytest.skip(why)
-    with postgres.TempPostgres() as cluster:
-        yield cluster
 
 
 def leading(url: str, name: str = "r1") -> tuple[PgJobStore, Lease]:

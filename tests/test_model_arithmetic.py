@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from symphony.model import accuracy
+from conformance import accuracy
 from symphony.model import arithmetic as ar
 from symphony.model.tables import log_buckets
 

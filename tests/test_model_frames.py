@@ -1,6 +1,6 @@
-"""The model's frame layer (model/frames.py) and the fuzz generator, without a switch: the parser
-agrees with scapy on valid frames and stops where the P4 parser stops, the ECN rewrite keeps a
-correct checksum correct, forwarding is longest prefix / cross-connect / drop, plans are
+"""The model's frame layer (conformance/frames.py) and the fuzz generator, without a switch: the
+parser agrees with scapy on valid frames and stops where the P4 parser stops, the ECN rewrite
+keeps a correct checksum correct, forwarding is longest prefix / cross-connect / drop, plans are
 reproducible from their seed."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
-from symphony import packets as rp
-from symphony.model.frames import SwitchModel, parse, with_ce
+from conformance import packets as rp
+from conformance.frames import SwitchModel, parse, with_ce
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ptf_tests"))
 from fuzz_frames import generate  # the PTF suite's modules live in ptf_tests/

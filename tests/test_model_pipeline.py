@@ -5,9 +5,9 @@ from dataclasses import replace
 import pytest
 
 from symphony.model import arithmetic as ar
+from symphony.model.opcodes import ACK, SEND_ONLY, WRITE_FIRST, WRITE_LAST, WRITE_MIDDLE
 from symphony.model.params import T_WIN_MAX_TICKS, JobParams
 from symphony.model.pipeline import FLOW_SLOTS, JobState, Pipeline, RocePacket, flow_slot
-from symphony.packets import ACK, SEND_ONLY, WRITE_FIRST, WRITE_LAST, WRITE_MIDDLE
 
 NEVER = 2_000_000_000.0  # a window longer than any test (33 minutes)
 JOB = 7

@@ -22,7 +22,7 @@ from finsy.proto.p4.config.v1 import p4info_pb2
 from google.protobuf import text_format
 
 from symphony import p4names
-from symphony.config import PortConfig, QueueMarking, Route, SwitchConfig
+from symphony.config import PortConfig, Route, SwitchConfig
 from symphony.model import tables
 from symphony.model.params import JobParams, QueueParams
 from symphony.model.tables import TableEntrySpec
@@ -110,7 +110,7 @@ def test_every_generated_entry_encodes_with_the_declared_action_data(target: str
 
 
 def _every_entry(target: str) -> list[TableEntrySpec]:
-    marking = QueueMarking(50, 100, 0.2)
+    marking = QueueParams(50, 100, 0.2)
     sw = SwitchConfig(
         name="s1",
         address="127.0.0.1:9559",

@@ -23,9 +23,9 @@ import ipaddress
 from dataclasses import replace
 from typing import Protocol
 
+from conformance import packets as rp
 from conformance.implementation import PacketByPacket, Row
 from conformance.traces import Trace, TracePacket
-from symphony import packets as rp
 from symphony.model import arithmetic as ar
 from symphony.model.params import JobParams
 from symphony.model.pipeline import JobState, Pipeline

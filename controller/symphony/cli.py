@@ -185,11 +185,11 @@ def render(args: argparse.Namespace, reply: Any) -> str:
             f"{'SWITCH':<12} {'TARGET':<8} {'STATE':<12} {'ENTRIES':>7} {'JOBS':>5} "
             f"{'CONNECTS':>8}  ADDRESS / LAST ERROR"
         )
-        for s in reply.switches:
+        for sw in reply.switches:
             out.append(
-                f"{s.name:<12} {s.target:<8} {s.state:<12} {s.entries:>7} {s.jobs:>5} "
-                f"{s.connects:>8}  {s.address}"
-                + (f"  ({s.last_error})" if s.last_error and s.state != "ready" else "")
+                f"{sw.name:<12} {sw.target:<8} {sw.state:<12} {sw.entries:>7} {sw.jobs:>5} "
+                f"{sw.connects:>8}  {sw.address}"
+                + (f"  ({sw.last_error})" if sw.last_error and sw.state != "ready" else "")
             )
     elif isinstance(reply, pb.SetParamsReply):
         if reply.HasField("job"):

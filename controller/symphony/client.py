@@ -24,6 +24,7 @@ not transient raise `ApiError` with the gRPC status code and the controller's me
 from __future__ import annotations
 
 import asyncio
+import builtins
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,7 +61,8 @@ def split_targets(target: Targets) -> list[str]:
 def _leader_of(exc: grpc.RpcError) -> str:
     """The leader a follower named in its refusal, or ""."""
     try:
-        metadata = exc.trailing_metadata() or ()
+        # (key, value) pairs at runtime; grpc-stubs declares objects with .key/.value instead.
+        metadata: Sequence[tuple[str, str | bytes]] = exc.trailing_metadata() or ()  # type: ignore[assignment]
     except Exception:  # no metadata on this error (a channel that never connected)
         return ""
     for key, value in metadata:
@@ -284,29 +286,33 @@ class Client(_Base):
         params: ParamValues | None = None,
     ) -> pb.JobReply:
         req = _allocate_request(request_key, name, mode, switches, hosts, params)
-        return self._call("Allocate", req)
+        reply: pb.JobReply = self._call("Allocate", req)
+        return reply
 
     def release(self, job: str | int, *, missing_ok: bool = False) -> pb.JobReply:
         try:
-            return self._call("Release", pb.JobRef(job=str(job)))
+            reply: pb.JobReply = self._call("Release", pb.JobRef(job=str(job)))
+            return reply
         except ApiError as exc:
             if missing_ok and exc.code == grpc.StatusCode.NOT_FOUND:
                 return _released(job)
             raise
 
     def get(self, job: str | int) -> pb.GetReply:
-        return self._call("Get", pb.JobRef(job=str(job)))
+        reply: pb.GetReply = self._call("Get", pb.JobRef(job=str(job)))
+        return reply
 
-    def list(self, *, include_released: bool = False) -> list[pb.Job]:
+    def list(self, *, include_released: bool = False) -> builtins.list[pb.Job]:
         reply = self._call("List", pb.ListRequest(include_released=include_released))
-        return list(reply.jobs)
+        return builtins.list(reply.jobs)
 
     def set_params(self, values: ParamValues, *, job: str | int = "") -> pb.SetParamsReply:
         req = pb.SetParamsRequest(job=str(job), params=params_msg(values))
-        return self._call("SetParams", req)
+        reply: pb.SetParamsReply = self._call("SetParams", req)
+        return reply
 
-    def switch_status(self) -> list[pb.SwitchInfo]:
-        return list(self._call("SwitchStatus", pb.SwitchStatusRequest()).switches)
+    def switch_status(self) -> builtins.list[pb.SwitchInfo]:
+        return builtins.list(self._call("SwitchStatus", pb.SwitchStatusRequest()).switches)
 
 
 class AsyncClient(_Base):
@@ -378,15 +384,15 @@ class AsyncClient(_Base):
         reply: pb.GetReply = await self._call("Get", pb.JobRef(job=str(job)))
         return reply
 
-    async def list(self, *, include_released: bool = False) -> list[pb.Job]:
+    async def list(self, *, include_released: bool = False) -> builtins.list[pb.Job]:
         req = pb.ListRequest(include_released=include_released)
-        return list((await self._call("List", req)).jobs)
+        return builtins.list((await self._call("List", req)).jobs)
 
     async def set_params(self, values: ParamValues, *, job: str | int = "") -> pb.SetParamsReply:
         req = pb.SetParamsRequest(job=str(job), params=params_msg(values))
         reply: pb.SetParamsReply = await self._call("SetParams", req)
         return reply
 
-    async def switch_status(self) -> list[pb.SwitchInfo]:
+    async def switch_status(self) -> builtins.list[pb.SwitchInfo]:
         reply = await self._call("SwitchStatus", pb.SwitchStatusRequest())
         return list(reply.switches)

@@ -96,10 +96,13 @@ class Leading:
         if epoch is not None:
             m.forget_unknown_switches()  # a write: the leader's
         eid = None if epoch is None else election_id(epoch)
-        for sw in self.cfg.switches:
-            m.sessions[sw.name] = SwitchSession(sw, self.cfg, m, election_id=eid, fence=self.fence)
+        sessions = {
+            sw.name: SwitchSession(sw, self.cfg, m, election_id=eid, fence=self.fence)
+            for sw in self.cfg.switches
+        }
+        m.sessions.update(sessions)
         self._tasks = [
-            asyncio.create_task(s.run(), name=f"session:{n}") for n, s in m.sessions.items()
+            asyncio.create_task(s.run(), name=f"session:{n}") for n, s in sessions.items()
         ]
         self._tasks.append(
             asyncio.create_task(

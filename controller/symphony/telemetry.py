@@ -38,6 +38,8 @@ from symphony.model.pipeline import JobState
 from symphony.replica import ReplicaStatus
 
 LOG = logging.getLogger(__name__)
+# Prometheus's float text format (+Inf, NaN, no trailing .0 on integers); untyped upstream.
+_go_float: Callable[[float], str] = floatToGoString
 
 # JobState field (or property) -> (metric name, help, is a counter)
 JOB_SERIES: dict[str, tuple[str, str, bool]] = {
@@ -256,7 +258,7 @@ async def render_jobs(
         for i in range(0, len(states), SLICE):
             out.append(
                 "".join(
-                    f"{metric}{lab}{floatToGoString(getattr(st, f))}\n"
+                    f"{metric}{lab}{_go_float(getattr(st, f))}\n"
                     for lab, st in zip(labels[i : i + SLICE], states[i : i + SLICE], strict=True)
                 ).encode()
             )
@@ -277,12 +279,12 @@ class _MetricsHandler(BaseHTTPRequestHandler):
         if self.expected is not None:
             got = (self.headers.get("Authorization") or "").encode()
             if not hmac.compare_digest(got, self.expected):
-                body = b"missing or wrong token\n"
+                denied = b"missing or wrong token\n"
                 self.send_response(401)
                 self.send_header("WWW-Authenticate", "Bearer")
-                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Content-Length", str(len(denied)))
                 self.end_headers()
-                self.wfile.write(body)
+                self.wfile.write(denied)
                 return
         if self.path.split("?", 1)[0] not in ("/", "/metrics"):
             self.send_error(404)
@@ -311,7 +313,7 @@ def serve(
     expected = None if token is None else f"Bearer {token}".encode()
     handler = type("Handler", (_MetricsHandler,), {"collector": collector, "expected": expected})
     server_cls = type("Server", (ThreadingHTTPServer,), {"address_family": family})
-    server = server_cls((host, port), handler)
+    server: ThreadingHTTPServer = server_cls((host, port), handler)
     threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
     LOG.info("metrics on http://%s/metrics%s", listen, " (token)" if token else "")
     return server

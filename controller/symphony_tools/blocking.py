@@ -103,14 +103,3 @@ class BlockingSwitch:
     def delete_all(self) -> None:
         """Every table entry and multicast group gone (finsy's delete_all)."""
         self._call(self.switch.delete_all())
-
-    def read_counter(self, name: str, index: int) -> tuple[int, int]:
-        """(bytes, packets) of one counter cell over P4Runtime."""
-
-        async def read() -> tuple[int, int]:
-            async for c in self.switch.read(fy.P4CounterEntry(name, index=index)):
-                data = c.data
-                return int(data.byte_count), int(data.packet_count)
-            return 0, 0
-
-        return self._call(read())

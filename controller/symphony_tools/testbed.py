@@ -7,6 +7,7 @@ sit behind port i; non-IPv4 traffic crosses 0 <-> 1 and 2 <-> 3.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,6 +21,29 @@ PORTS = 4
 # The repository this module lives in (controller/symphony_tools/testbed.py): bmv2_env/ keeps
 # its run files under run/ there.
 REPO = Path(__file__).resolve().parents[2]
+# `make build`'s output: the program every bmv2 test, bench and experiment loads.
+BUILD = REPO / "build/bmv2"
+P4INFO = BUILD / "symphony.p4info.txtpb"
+BMV2_JSON = BUILD / "symphony.json"
+
+
+def simple_switch_grpc() -> str | None:
+    """bmv2 with P4Runtime: on PATH, or where docs/toolchain.md installs it."""
+    return shutil.which("simple_switch_grpc") or shutil.which(
+        "simple_switch_grpc", path="/opt/p4/bin"
+    )
+
+
+def bmv2_missing() -> str | None:
+    """Why a bmv2 test cannot run here (the binary, the compiled program, root for the veth
+    ports), or None: the one skip reason of every bmv2 test module."""
+    if simple_switch_grpc() is None:
+        return "simple_switch_grpc not found on PATH or in /opt/p4/bin (bmv2 with P4Runtime)"
+    if not (P4INFO.is_file() and BMV2_JSON.is_file()):
+        return f"{BMV2_JSON} / {P4INFO} missing: run `make build`"
+    if os.geteuid() != 0:
+        return "bmv2_env/start.sh needs root to create veth ports"
+    return None
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from conformance import packets as rp
 from evaluation.hosts import wire
 from evaluation.hosts.dcqcn import ReactionPoint, Scaled
-from symphony import packets as rp
 
 ETH_P_IP = 0x0800
 PACKET_OUTGOING = 4

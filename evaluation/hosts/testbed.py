@@ -21,10 +21,9 @@ from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
 from symphony.switch.thrift_registers import Bmv2Thrift
 from symphony_tools.ports import free_port
-from symphony_tools.testbed import Bmv2Env
+from symphony_tools.testbed import BMV2_JSON, P4INFO, Bmv2Env
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILD = ROOT / "build/bmv2"
 DEFAULT_ENV = replace(
     Bmv2Env(),
     grpc_addr="127.0.0.1:9759",
@@ -67,7 +66,7 @@ class Testbed:
 
     # -- life cycle -----------------------------------------------------------------------
     def __enter__(self) -> Testbed:
-        for f in (BUILD / "symphony.json", BUILD / "symphony.p4info.txtpb"):
+        for f in (BMV2_JSON, P4INFO):
             if not f.is_file():
                 raise TestbedError(f"{f} missing: run `make build` first")
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -119,8 +118,8 @@ class Testbed:
             self.env.controller_toml(
                 api=self.api,
                 metrics=f"127.0.0.1:{free_port()}",
-                p4info=BUILD / "symphony.p4info.txtpb",
-                bmv2_json=BUILD / "symphony.json",
+                p4info=P4INFO,
+                bmv2_json=BMV2_JSON,
                 ports=self.env.ports,
                 route_ports=self.env.ports,
                 controller="reconcile_interval_s = 600\ntelemetry_interval_s = 600",

@@ -2,7 +2,7 @@
 
 The emulated hosts send thousands of packets per second from one Python event loop, so a frame is
 a template of fixed header bytes into which the sender writes the PSN, the opcode and the ICRC.
-The layout is the one `symphony.packets.rocev2` builds with scapy (Ethernet / IPv4 / UDP 4791 /
+The layout is the one `conformance.packets.rocev2` builds with scapy (Ethernet / IPv4 / UDP 4791 /
 BTH / RETH on FIRST and ONLY WRITEs / payload / ICRC); tests/test_hosts_wire.py requires the
 two to be byte-identical, so the switch sees exactly the contract's wire format (SPEC 1).
 """
@@ -13,7 +13,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-from symphony import packets as rp
+from conformance import packets as rp
 
 ETH_LEN, IP_LEN, UDP_LEN, BTH_LEN, RETH_LEN, ICRC_LEN = 14, 20, 8, 12, 16, 4
 IP_OFF = ETH_LEN
@@ -92,7 +92,7 @@ def frame(
     payload: bytes,
     ecn: int = ECT0,
 ) -> bytes:
-    """One RoCEv2 data packet (what `symphony.packets.rocev2` builds), as bytes."""
+    """One RoCEv2 data packet (what `conformance.packets.rocev2` builds), as bytes."""
     reth = struct.pack("!QII", 0, 0, len(payload)) if opcode in rp.RETH_OPCODES else b""
     body = _bth(opcode, dqpn, psn, tag) + reth + payload
     udp_len = UDP_LEN + len(body) + ICRC_LEN

@@ -9,8 +9,6 @@ simple_switch_grpc and `make build`. Skips, naming what is missing, outside CI.
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -20,26 +18,12 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from evaluation.hosts import experiments as ex  # noqa: E402
-from evaluation.hosts.testbed import BUILD, Testbed  # noqa: E402
-
-SWITCH = shutil.which("simple_switch_grpc") or shutil.which(
-    "simple_switch_grpc", path="/opt/p4/bin"
-)
-
-
-def _missing() -> str | None:
-    if SWITCH is None:
-        return "simple_switch_grpc not found on PATH or in /opt/p4/bin (bmv2 with P4Runtime)"
-    if not (BUILD / "symphony.json").is_file():
-        return f"{BUILD}/symphony.json missing: run `make build`"
-    if os.geteuid() != 0:
-        return "the testbed needs root for its veth ports"
-    return None
-
+from evaluation.hosts.testbed import Testbed  # noqa: E402
+from symphony_tools.testbed import bmv2_missing  # noqa: E402
 
 pytestmark = [
     pytest.mark.bmv2,
-    pytest.mark.skipif(_missing() is not None, reason=f"bmv2 test skipped: {_missing()}"),
+    pytest.mark.skipif(bmv2_missing() is not None, reason=f"bmv2 test skipped: {bmv2_missing()}"),
 ]
 
 SETUP = ex.Setup(line_pps=2000.0)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -32,15 +31,9 @@ import pytest
 from symphony import p4names
 from symphony.sizes import BMV2_TICK_NS
 from symphony_tools.ports import free_port
-from symphony_tools.testbed import Bmv2Env
+from symphony_tools.testbed import BMV2_JSON, P4INFO, Bmv2Env, bmv2_missing
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILD = ROOT / "build/bmv2"
-P4INFO = BUILD / "symphony.p4info.txtpb"
-BMV2_JSON = BUILD / "symphony.json"
-SWITCH = shutil.which("simple_switch_grpc") or shutil.which(
-    "simple_switch_grpc", path="/opt/p4/bin"
-)
 ENV = Bmv2Env.from_env()
 
 T_JOB_PARAMS = p4names.JOB_PARAMS
@@ -50,19 +43,9 @@ T_OPCODE_CLASS = p4names.OPCODE_CLASS
 ENV_TICK_NS = BMV2_TICK_NS
 
 
-def _missing() -> str | None:
-    if SWITCH is None:
-        return "simple_switch_grpc not found on PATH or in /opt/p4/bin (bmv2 with P4Runtime)"
-    if not (P4INFO.is_file() and BMV2_JSON.is_file()):
-        return f"{BMV2_JSON} / {P4INFO} missing: run `make build`"
-    if os.geteuid() != 0:
-        return "bmv2_env/start.sh needs root to create veth ports"
-    return None
-
-
 pytestmark = [
     pytest.mark.bmv2,
-    pytest.mark.skipif(_missing() is not None, reason=f"bmv2 test skipped: {_missing()}"),
+    pytest.mark.skipif(bmv2_missing() is not None, reason=f"bmv2 test skipped: {bmv2_missing()}"),
 ]
 
 
@@ -174,7 +157,7 @@ def entries_on_switch() -> dict[bytes, Entry]:
 
 def packets(job_id: int, steps=(5, 5, 5), src: str = "10.0.0.1", tag: bool = True) -> list:
     """A RDMA WRITE message of len(steps) packets: FIRST (resets the flow slot), MIDDLEs."""
-    from symphony.packets import WRITE_FIRST, WRITE_MIDDLE, rocev2
+    from conformance.packets import WRITE_FIRST, WRITE_MIDDLE, rocev2
 
     return [
         rocev2(
@@ -201,9 +184,9 @@ def expected_state(
     """The golden model's state after ``pkts`` for a fresh job, by default with T_win = 0
     (every packet closes a window, so the result does not depend on the switch's clock). Every
     decision must be certain (P = 0 or 1), and with ``marks`` False never a mark."""
+    from conformance.packets import parsed_view
     from symphony.model.params import JobParams
     from symphony.model.pipeline import Pipeline
-    from symphony.packets import parsed_view
 
     views = [parsed_view(p) for p in pkts]
     model = Pipeline()
@@ -503,8 +486,8 @@ def test_overlap_gauge_tracks_a_two_step_misalignment_into_prometheus(setup, tmp
     the recording rule, and every query of the Grafana dashboard."""
     from services import Prometheus, missing_tools, wait_for
 
+    from conformance.packets import WRITE_FIRST, WRITE_LAST, WRITE_MIDDLE, rocev2
     from symphony.model.params import JobParams
-    from symphony.packets import WRITE_FIRST, WRITE_LAST, WRITE_MIDDLE, rocev2
     from symphony_tools import dashboard
 
     if (why := missing_tools("prometheus")) is not None:

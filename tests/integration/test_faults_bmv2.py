@@ -23,7 +23,6 @@ from test_controller_bmv2 import (
     T_JOB_BY_SRC,
     T_JOB_BY_TAG,
     Controller,
-    _missing,
     bmv2,
     bmv2_running,
     entries_on_switch,
@@ -39,10 +38,11 @@ from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
 from symphony.switch.registers import ThriftJobRegisters
 from symphony.switch.thrift_registers import Bmv2Thrift
+from symphony_tools.testbed import bmv2_missing
 
 pytestmark = [
     pytest.mark.bmv2,
-    pytest.mark.skipif(_missing() is not None, reason=f"bmv2 test skipped: {_missing()}"),
+    pytest.mark.skipif(bmv2_missing() is not None, reason=f"bmv2 test skipped: {bmv2_missing()}"),
 ]
 # The most hosts one job may list: 4096 job_by_src entries take several write batches (500
 # each), so a kill can land between them.

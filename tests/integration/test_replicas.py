@@ -22,20 +22,8 @@ from symphony import slurm
 from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
 from symphony.client import Client, Retry
-from symphony_tools import postgres
 from symphony_tools.ports import free_port
 from symphony_tools.replicas import ReplicaSet
-
-
-@pytest.fixture(scope="module")
-def pg():
-    """A PostgreSQL cluster of this module's own (Debian's server), stopped at its end."""
-    why = postgres.missing()
-    if why:
-        pytest.skip(why)
-    with postgres.TempPostgres() as cluster:
-        yield cluster
-
 
 # Long enough to ride out a failover (a few lease polls and a start).
 PATIENT = Retry(attempts=40, first_delay_s=0.1, max_delay_s=0.5)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -42,27 +41,15 @@ from symphony.switch.thrift_registers import Bmv2Thrift
 from symphony_tools import postgres
 from symphony_tools.chaos import PATIENT, Chaos, switch_job_entries, switch_settled
 from symphony_tools.replicas import ReplicaSet
-from symphony_tools.testbed import Bmv2Env
+from symphony_tools.testbed import BMV2_JSON, P4INFO, Bmv2Env, bmv2_missing
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILD = ROOT / "build/bmv2"
-P4INFO = BUILD / "symphony.p4info.txtpb"
-BMV2_JSON = BUILD / "symphony.json"
-SWITCH = shutil.which("simple_switch_grpc") or shutil.which(
-    "simple_switch_grpc", path="/opt/p4/bin"
-)
 ENV = Bmv2Env.from_env()
 CHAOS_ALLOCATIONS = int(os.environ.get("SYMPHONY_CHAOS_ALLOCATIONS", "200"))
 
 
 def _missing() -> str | None:
-    if SWITCH is None:
-        return "simple_switch_grpc not found on PATH or in /opt/p4/bin (bmv2 with P4Runtime)"
-    if not (P4INFO.is_file() and BMV2_JSON.is_file()):
-        return f"{BMV2_JSON} / {P4INFO} missing: run `make build`"
-    if os.geteuid() != 0:
-        return "bmv2_env/start.sh needs root to create veth ports"
-    return postgres.missing()
+    return bmv2_missing() or postgres.missing()
 
 
 pytestmark = [
@@ -85,12 +72,6 @@ def switch():
         yield ENV
     finally:
         ENV.script("stop")
-
-
-@pytest.fixture(scope="module")
-def pg():
-    with postgres.TempPostgres() as cluster:
-        yield cluster
 
 
 def config_body(api: str, metrics: str) -> str:

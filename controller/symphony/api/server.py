@@ -34,7 +34,9 @@ LEADER_KEY = "symphony-leader"
 def _errors(method: Any) -> Any:
     """Turn a JobError into its gRPC status; anything else is INTERNAL (and logged)."""
 
-    async def wrapper(self: JobService, request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def wrapper(
+        self: JobService, request: Any, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> Any:
         try:
             return await method(self, request, context)
         except JobError as exc:

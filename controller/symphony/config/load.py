@@ -23,7 +23,6 @@ from symphony.config.schema import (
     ConfigError,
     PipelineConfig,
     PortConfig,
-    QueueMarking,
     Route,
     StoreConfig,
     SwitchConfig,
@@ -118,17 +117,16 @@ def _store(r: TableReader, api: ApiConfig) -> StoreConfig | None:
     )
 
 
-def _queue_marking(r: TableReader, fallback: Mapping[str, Any]) -> QueueMarking:
+def _queue_marking(r: TableReader, fallback: Mapping[str, Any]) -> QueueParams:
     k_min = r.integer("k_min", fallback["k_min"], lo=0, hi=QUEUE_DEPTH_LIMIT - 1)
     k_max = r.integer("k_max", fallback["k_max"], lo=0, hi=QUEUE_DEPTH_LIMIT - 1)
     p_max = r.number("p_max", fallback["p_max"], lo=0.0, hi=1.0)
     # The model's rules (it generates the entries): k_min < k_max, depths within 19 bits.
     try:
-        QueueParams(k_min, k_max, p_max).validate()
+        return QueueParams(k_min, k_max, p_max).validate()
     except ValueError as exc:
         name, _, reason = str(exc).partition(": ")
         raise ConfigError(r.at(name), reason or str(exc)) from exc
-    return QueueMarking(k_min, k_max, p_max)
 
 
 def _pipelines(r: TableReader) -> dict[str, PipelineConfig]:
@@ -161,7 +159,7 @@ def _pipelines(r: TableReader) -> dict[str, PipelineConfig]:
 
 
 def _switches(
-    r: TableReader, qm_defaults: QueueMarking, pipelines: Mapping[str, PipelineConfig]
+    r: TableReader, qm_defaults: QueueParams, pipelines: Mapping[str, PipelineConfig]
 ) -> tuple[SwitchConfig, ...]:
     items = r.array("switches", required=True)
     if not items:
@@ -198,7 +196,7 @@ def _switches(
             raise ConfigError(sw.at("target"), f"no [pipelines.{target}] section for {target!r}")
         thrift_port = sw.integer("thrift_port", 9090, lo=1, hi=65535)
         thrift_host = sw.string("thrift_host", split_host_port(address)[0].strip("[]"))
-        ports = []
+        ports: list[PortConfig] = []
         port_numbers: set[int] = set()
         for p in sw.array("ports"):
             p.only_keys("port", "peer", "k_min", "k_max", "p_max")
@@ -210,13 +208,12 @@ def _switches(
             ports.append(
                 PortConfig(number, _queue_marking(p, dataclasses.asdict(qm_defaults)), peer)
             )
-        for p in ports:
-            if p.peer is not None and p.peer not in port_numbers:
-                idx = ports.index(p)
+        for idx, pc in enumerate(ports):
+            if pc.peer is not None and pc.peer not in port_numbers:
                 raise ConfigError(
-                    f"{sw.prefix}.ports[{idx}].peer", f"port {p.peer} is not in ports"
+                    f"{sw.prefix}.ports[{idx}].peer", f"port {pc.peer} is not in ports"
                 )
-        routes = []
+        routes: list[Route] = []
         for rt in sw.array("routes"):
             rt.only_keys("prefix", "port")
             prefix = rt.network("prefix")

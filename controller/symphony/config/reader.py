@@ -7,6 +7,7 @@ operator can find it without reading code.
 from __future__ import annotations
 
 import ipaddress
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,10 @@ from symphony.config.addresses import split_host_port
 from symphony.config.schema import ConfigError
 from symphony.sizes import NAME_RE
 
-try:  # Python 3.11+
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 
 def read_toml(path: Path) -> Mapping[str, Any]:

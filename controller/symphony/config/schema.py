@@ -28,16 +28,9 @@ class ConfigError(ValueError):
 
 
 @dataclass(frozen=True)
-class QueueMarking:
-    k_min: int
-    k_max: int
-    p_max: float
-
-
-@dataclass(frozen=True)
 class PortConfig:
     port: int
-    marking: QueueMarking
+    marking: QueueParams  # the model's type: the entries are generated from it
     # Non-IPv4 traffic arriving on `port` leaves on `peer` (forward.port_map), if set.
     peer: int | None = None
 

@@ -9,11 +9,12 @@ switch comes back; the answer says which switches are still pending.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from symphony.config import Config
 from symphony.foreground import Foreground
@@ -23,6 +24,10 @@ from symphony.jobs.store import BaseJobStore, Job
 from symphony.model import params as model_params
 from symphony.model.pipeline import JobState
 from symphony.sizes import TICK_NS
+
+if TYPE_CHECKING:  # the sessions import the store and Job from jobs/: no cycle at run time
+    from symphony.foreground import Pause
+    from symphony.switch.session import SessionStatus
 
 LOG = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -56,11 +61,11 @@ def _request(
 ) -> Callable[Concatenate[JobManager, P], Awaitable[R]]:
     """Mark an API method's whole run as a request in progress (telemetry steps aside)."""
 
-    @functools.wraps(method)
-    async def run(self: JobManager, *args: P.args, **kwargs: P.kwargs) -> R:
+    async def run(self: JobManager, /, *args: P.args, **kwargs: P.kwargs) -> R:
         with self.foreground.request():
             return await method(self, *args, **kwargs)
 
+    functools.update_wrapper(run, method)
     return run
 
 
@@ -70,11 +75,11 @@ def _write(
     """A request that changes the desired state: only when the gate lets this controller write
     (a follower refuses it before validating or reading anything)."""
 
-    @functools.wraps(method)
-    async def run(self: JobManager, *args: P.args, **kwargs: P.kwargs) -> R:
+    async def run(self: JobManager, /, *args: P.args, **kwargs: P.kwargs) -> R:
         self.gate.check()
         return await method(self, *args, **kwargs)
 
+    functools.update_wrapper(run, method)
     return _request(run)
 
 
@@ -86,18 +91,37 @@ class Outcome:
     switches: Mapping[str, str]
 
 
+class Session(Protocol):
+    """What the manager and telemetry use of a switch session (switch/session.py's
+    SwitchSession; the unit tests' sessions at this boundary)."""
+
+    @property
+    def is_ready(self) -> bool: ...
+
+    @property
+    def status(self) -> SessionStatus: ...
+
+    def defer(self, job_ids: Iterable[int] | None = None) -> None: ...
+
+    async def sync(self, job_ids: Iterable[int] | None = None) -> int: ...
+
+    async def read_state(
+        self, job_ids: Iterable[int], pause: Pause = ...
+    ) -> dict[int, JobState]: ...
+
+
 class JobManager:
     def __init__(
         self,
         config: Config,
         store: BaseJobStore,
-        sessions: Mapping[str, Any] | None = None,
+        sessions: Mapping[str, Session] | None = None,
         gate: WriteGate | None = None,
     ):
         self.config = config
         self.store = store
         self.gate: WriteGate = gate or SoleController()
-        self.sessions: dict[str, Any] = dict(sessions or {})
+        self.sessions: dict[str, Session] = dict(sessions or {})
         # One writer at a time: validation reads (name/host clashes) and the commit must see
         # the same state; SQLite's lock does this across processes, this does it in the loop.
         self._write_lock = asyncio.Lock()
@@ -140,7 +164,7 @@ class JobManager:
     def job(self, job_id: int) -> Job | None:
         return self.store.get(job_id)
 
-    def params_of(self, job: Job) -> Any:
+    def params_of(self, job: Job) -> model_params.JobParams:
         return model_params.effective(self.config.defaults, self.store.global_params(), job.params)
 
     def action_params(self, job: Job, tick_ns: int) -> dict[str, int]:
@@ -189,10 +213,10 @@ class JobManager:
                 status[sw] = CLEARED
         return Outcome(after, False, status)
 
-    def list(self, include_released: bool = False) -> list[Job]:
+    def list(self, include_released: bool = False) -> builtins.list[Job]:
         return self.store.list(include_released)
 
-    def active_labels(self) -> list[tuple[int, str, tuple[str, ...]]]:
+    def active_labels(self) -> builtins.list[tuple[int, str, tuple[str, ...]]]:
         """(Job_ID, name, switches) of every active job (telemetry's labels)."""
         return self.store.active_labels()
 
@@ -251,7 +275,7 @@ class JobManager:
             job = self.store.set_job_params(job.job_id, clean)
         return Outcome(job, False, await self._sync(job.switches, job))
 
-    def switch_status(self) -> list[Any]:
+    def switch_status(self) -> builtins.list[SessionStatus]:
         return [
             self.sessions[name].status for name in self.config.switch_names if name in self.sessions
         ]

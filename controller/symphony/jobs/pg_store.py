@@ -160,7 +160,7 @@ class PgJobStore(BaseJobStore):
             db.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
             db.execute(migrations.VERSION_TABLE.format(real="DOUBLE PRECISION"))
             row = db.execute("SELECT MAX(version) AS v FROM schema_version").fetchone()
-            for m in migrations.pending(row["v"] or 0):
+            for m in migrations.pending((row["v"] if row else None) or 0):
                 for statement in m.statements("postgres"):
                     db.execute(statement)
                 db.execute(

@@ -22,6 +22,7 @@ retried Allocate with the same request key still gets the same answer.
 
 from __future__ import annotations
 
+import builtins
 import json
 import sqlite3
 import time
@@ -145,7 +146,7 @@ class BaseJobStore:
             sql += " WHERE state != 'released'"
         return [_job(r) for r in self._db.execute(sql + " ORDER BY job_id, uid")]
 
-    def active_labels(self) -> list[tuple[int, str, tuple[str, ...]]]:
+    def active_labels(self) -> builtins.list[tuple[int, str, tuple[str, ...]]]:
         """(Job_ID, name, switches) of every active job, by Job_ID: what telemetry labels its
         series with."""
         if self._active is None:
@@ -385,10 +386,12 @@ def _first_free(db: Any, lo: int, hi: int) -> int | None:
     when the range is all but full, instead of listing every live ID."""
 
     def used(a: int, b: int) -> int:
-        return db.execute(
-            "SELECT COUNT(*) FROM jobs WHERE state != 'released' AND job_id BETWEEN ? AND ?",
-            (a, b),
-        ).fetchone()[0]
+        return int(
+            db.execute(
+                "SELECT COUNT(*) FROM jobs WHERE state != 'released' AND job_id BETWEEN ? AND ?",
+                (a, b),
+            ).fetchone()[0]
+        )
 
     if lo > hi or used(lo, hi) == hi - lo + 1:
         return None

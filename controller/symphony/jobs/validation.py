@@ -101,6 +101,7 @@ def params(values: Mapping[str, Any]) -> dict[str, Any]:
 __all__ = [
     "JobError",
     "hosts",
+    "invalid",
     "ipv4_host",
     "job_id",
     "mode",

@@ -143,7 +143,7 @@ def check_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
             raise ParamError(name, f"wrong type {type(value).__name__}")
         if isinstance(value, float) and not math.isfinite(value):
             raise ParamError(name, f"must be finite, got {value}")
-        if PARAM_KINDS[name] is float:
+        if PARAM_KINDS[name] is float and isinstance(value, int | float):
             value = float(value)
         clean[name] = value
         # One field at a time so the error names the field that is wrong.

@@ -6,13 +6,10 @@ it reads from the switch. Names are the P4Info names of docs/design.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-
 from symphony import p4names as n
 from symphony.config import SwitchConfig
 from symphony.jobs.store import Job
 from symphony.model import tables
-from symphony.model.params import QueueParams
 from symphony.model.tables import TableEntrySpec
 
 # Tables whose entries belong to one job; everything else is "base" (config + lookup tables).
@@ -47,8 +44,7 @@ def base_entries(sw: SwitchConfig) -> list[TableEntrySpec]:
     for port in sw.ports:
         if port.peer is not None:
             out.append(cross_connect(port.port, port.peer))
-        m = port.marking
-        out.extend(tables.queue_mark_entries(port.port, QueueParams(m.k_min, m.k_max, m.p_max)))
+        out.extend(tables.queue_mark_entries(port.port, port.marking))
     out.extend(tables.lut_entries())
     return out
 
@@ -89,12 +85,6 @@ def entries_for(
         for h in hosts
     ]
     return out
-
-
-def all_job_entries(
-    jobs: Iterable[Job], action_params_for: Callable[[Job], dict[str, int]]
-) -> dict[int, list[TableEntrySpec]]:
-    return {job.job_id: job_entries(job, action_params_for(job)) for job in jobs}
 
 
 def _ipv4(text: str) -> int:

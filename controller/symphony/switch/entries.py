@@ -102,7 +102,7 @@ def index(entries: Iterable[p4r.TableEntry]) -> dict[EntryKey, p4r.TableEntry]:
     return {key_of(e): e for e in entries}
 
 
-def updates(kind: int, entries: Iterable[p4r.TableEntry]) -> list[p4r.Update]:
+def updates(kind: p4r.Update.Type.ValueType, entries: Iterable[p4r.TableEntry]) -> list[p4r.Update]:
     return [p4r.Update(type=kind, entity=p4r.Entity(table_entry=e)) for e in entries]
 
 

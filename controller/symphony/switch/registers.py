@@ -103,19 +103,22 @@ class ThriftJobRegisters:
         regs: dict[str, Any]
         # A few jobs: one call per slot; many: whole arrays, MAX_JOBS each.
         if len(job_ids) < READ_ALL_FROM:
-            regs = {
-                name: self._call(lambda c, n=name: {j: c.register_read(n, j) for j in job_ids})
-                for name in JOB_REGISTERS.values()
-            }
+
+            def slots(name: str) -> Callable[[Any], dict[int, int]]:
+                return lambda c: {j: c.register_read(name, j) for j in job_ids}
+
+            regs = {name: self._call(slots(name)) for name in JOB_REGISTERS.values()}
         else:
             regs = self._register_arrays()
+
+        def counters(j: int) -> Callable[[Any], dict[str, int]]:
+            return lambda c: {f: c.counter_read(name, j)[1] for f, name in JOB_COUNTERS.items()}
+
         out = {}
         for jid in job_ids:
             raw = {name: values[jid] for name, values in regs.items()}
             # bmv2's Thrift API reads one counter cell per call: (bytes, packets).
-            cnt = self._call(
-                lambda c, j=jid: {f: c.counter_read(name, j)[1] for f, name in JOB_COUNTERS.items()}
-            )
+            cnt = self._call(counters(jid))
             out[jid] = JobState.from_registers(raw, cnt)
         return out
 
@@ -126,11 +129,10 @@ class ThriftJobRegisters:
                 for jid in job_ids:
                     for name in JOB_REGISTERS.values():
                         c.register_write(name, jid, 0)
-                    # Counter slots are zeroed when the Thrift client can write one slot;
-                    # resetting the whole array would zero every other job's counters too.
-                    if hasattr(c, "counter_write"):
-                        for name in JOB_COUNTERS.values():
-                            c.counter_write(name, jid, 0, 0)
+                    # One slot at a time: resetting the whole array would zero every other
+                    # job's counters too.
+                    for name in JOB_COUNTERS.values():
+                        c.counter_write(name, jid, 0, 0)
             except Exception:
                 self._client = None
                 raise

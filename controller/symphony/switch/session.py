@@ -466,18 +466,17 @@ class SwitchSession:
         checks its lease deadline once more right before the call."""
         assert self._registers is not None
         if self.fence is not None:
-            client = sw._p4client  # finsy skips an empty write; this one is the probe
-            if client is None:
-                raise SwitchUnavailable(self.name, "not connected")
             self._check_fence(sw)
-            await client.request(p4r.WriteRequest(device_id=sw.device_id))
+            await raw_read.probe_write(sw)
             self._check_fence(sw)
         if job_ids is None:
             await self._registers.clear_all()
         else:
             await self._registers.reset(job_ids)
 
-    async def _write(self, sw: finsy.Switch, kind: int, items: Sequence[p4r.TableEntry]) -> None:
+    async def _write(
+        self, sw: finsy.Switch, kind: p4r.Update.Type.ValueType, items: Sequence[p4r.TableEntry]
+    ) -> None:
         for i in range(0, len(items), WRITE_BATCH):
             chunk = items[i : i + WRITE_BATCH]
             self._check_fence(sw)

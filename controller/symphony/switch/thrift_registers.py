@@ -13,8 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from thrift.protocol import TBinaryProtocol, TMultiplexedProtocol
@@ -56,8 +54,8 @@ def find_bmv2_python_modules() -> str | None:
 
 def _import_clients() -> tuple[Any, Any]:
     try:
-        from bm_runtime.standard import Standard  # type: ignore[import-not-found]
-        from sswitch_runtime import SimpleSwitch  # type: ignore[import-not-found]
+        from bm_runtime.standard import Standard
+        from sswitch_runtime import SimpleSwitch
     except ImportError:
         path = find_bmv2_python_modules()
         if path is None:
@@ -67,8 +65,8 @@ def _import_clients() -> tuple[Any, Any]:
             ) from None
         # Appended, not prepended: bmv2's directory must not shadow our own dependencies.
         sys.path.append(path)
-        from bm_runtime.standard import Standard  # type: ignore[import-not-found]
-        from sswitch_runtime import SimpleSwitch  # type: ignore[import-not-found]
+        from bm_runtime.standard import Standard
+        from sswitch_runtime import SimpleSwitch
     return Standard, SimpleSwitch
 
 
@@ -119,7 +117,7 @@ class Bmv2Thrift:
         return int(v.bytes), int(v.packets)
 
     def counter_write(self, name: str, index: int, packets: int = 0, nbytes: int = 0) -> None:
-        from bm_runtime.standard.ttypes import BmCounterValue  # type: ignore[import-not-found]
+        from bm_runtime.standard.ttypes import BmCounterValue
 
         self._std.bm_counter_write(0, name, index, BmCounterValue(bytes=nbytes, packets=packets))
 
@@ -139,12 +137,3 @@ class Bmv2Thrift:
             self._ss.set_all_egress_queue_depths(depth_pkts)
         else:
             self._ss.set_egress_queue_depth(port, depth_pkts)
-
-
-@contextmanager
-def bmv2_thrift(host: str = "127.0.0.1", port: int = 9090) -> Iterator[Bmv2Thrift]:
-    client = Bmv2Thrift(host, port)
-    try:
-        yield client
-    finally:
-        client.close()

@@ -123,4 +123,4 @@ def pack_stratum(program: TofinoProgram) -> bytes:
         binary=program.binary,
         pipe_scope=list(program.pipe_scope),
     )
-    return cfg.SerializeToString(deterministic=True)
+    return bytes(cfg.SerializeToString(deterministic=True))

@@ -7,7 +7,7 @@ Its error against the exact P = min(1, k * alpha * p / psn_rec) has two parts:
   independent inputs add up;
 - the threshold rounding: thr(d) against 2^24 * 2^((d - 4096) / 256), measured over every d whose
   probability is >= 2^-12 (plus the clamps at P >= 1, which only shrink the error).
-`python -m symphony.model.accuracy` prints the bound; docs/lut.md publishes it.
+`python -m conformance.accuracy` prints the bound; docs/lut.md publishes it.
 """
 
 from __future__ import annotations
