@@ -37,6 +37,16 @@ def _metric(text: str, name: str, **labels: str) -> float | None:
     return None
 
 
+def terminate(proc: subprocess.Popen[bytes], grace_s: float = 15.0) -> None:
+    """SIGTERM, then SIGKILL if the process has not exited after ``grace_s``."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
 class ReplicaProc:
     def __init__(self, index: int, tmp: Path, url: str, body: ConfigBody, ttl_s: float) -> None:
         self.index = index
@@ -98,12 +108,7 @@ class ReplicaProc:
             assert self.proc is not None
             if self.paused:
                 self.proc.send_signal(signal.SIGCONT)
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+            terminate(self.proc)
 
     def scrape(self) -> str | None:
         if not self.alive() or self.paused:

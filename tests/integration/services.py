@@ -9,7 +9,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from symphony_tools.ports import free_port
+from symphony_tools.replicas import terminate
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,12 +79,7 @@ class Daemon:
 
     def stop(self) -> None:
         if self.alive():
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+            terminate(self.proc)
         self._log.close()
 
 
