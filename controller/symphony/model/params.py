@@ -103,7 +103,7 @@ class JobParams:
 
     def to_action_params(self, tick_ns: int = BMV2_TICK_NS) -> dict[str, int]:
         """Action data of `SymphonyIngress.classify.set_params`; tick_ns is the target's timestamp
-        unit (bmv2: 1000 ns, Tofino: 1 ns)."""
+        unit (`sizes.TICK_NS`: bmv2 1000 ns, Tofino2 1024 ns)."""
         self.validate(tick_ns)
         return {
             "mark_enable": int(self.k > 0),
