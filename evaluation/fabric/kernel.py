@@ -471,7 +471,9 @@ def run(
                     )
                     if thr > 0 and now >= late_start_ps:
                         coin = np.random.randint(0, sk.COIN_RANGE) if thr < sk.COIN_RANGE else 0
-                        if sk.decide(thr, coin):
+                        if sk.decide(thr, coin) and (
+                            q_bytes[portu, prio] // mtu >= prm[j, sk.P_SYM_GATE]
+                        ):
                             js[sw, j, sk.JS_MARKS] += 1
                             stats[S_SYM_MARKS] += 1
                             pk_ce[pku] = 1

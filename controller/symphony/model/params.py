@@ -54,6 +54,9 @@ class JobParams:
     n_sample: int = field(default=32, metadata=_INT)
     alpha_max: int = field(default=32, metadata=_INT)
     psn_mode: PsnMode = field(default="relative", metadata=_STR)
+    # Backlog gate (issue 21): a Symphony mark leaves only when the packet joins an egress queue
+    # of at least this many packets; 0 is the paper's policy (every mark leaves).
+    gate_pkts: int = field(default=0, metadata=_INT)
 
     def validate(self, tick_ns: int = BMV2_TICK_NS) -> JobParams:
         """Raise ValueError naming the first field out of range; return self when all are fine."""
@@ -114,6 +117,7 @@ class JobParams:
             "n_sample": self.n_sample,
             "alpha_max": self.alpha_max,
             "psn_absolute": int(self.psn_mode == "absolute"),
+            "sym_gate": self.gate_pkts,
         }
 
 
