@@ -55,8 +55,9 @@ class JobParams:
     alpha_max: int = field(default=32, metadata=_INT)
     psn_mode: PsnMode = field(default="relative", metadata=_STR)
     # Backlog gate (issue 21): a Symphony mark leaves only when the packet joins an egress queue
-    # of at least this many packets; 0 is the paper's policy (every mark leaves).
-    gate_pkts: int = field(default=0, metadata=_INT)
+    # at least this deep, in the queue's depth unit as QueueParams' (packets on bmv2 and in the
+    # simulator); 0 is the paper's policy (every mark leaves). `marks` still counts decisions.
+    gate_depth: int = field(default=0, metadata=_INT)
 
     def validate(self, tick_ns: int = BMV2_TICK_NS) -> JobParams:
         """Raise ValueError naming the first field out of range; return self when all are fine."""
@@ -87,6 +88,10 @@ class JobParams:
             raise ValueError(f"n_sample: must be an integer in [0, 2^32), got {self.n_sample!r}")
         if not isinstance(self.alpha_max, int) or not 1 <= self.alpha_max <= ar.ALPHA_LIMIT:
             raise ValueError(f"alpha_max: must be an integer in [1, 255], got {self.alpha_max!r}")
+        if not isinstance(self.gate_depth, int) or not 0 <= self.gate_depth < QUEUE_DEPTH_LIMIT:
+            raise ValueError(
+                f"gate_depth: must be an integer in [0, 2^19), got {self.gate_depth!r}"
+            )
         if self.psn_mode not in ("relative", "absolute"):
             raise ValueError(f"psn_mode: must be 'relative' or 'absolute', got {self.psn_mode!r}")
         return self
@@ -117,7 +122,7 @@ class JobParams:
             "n_sample": self.n_sample,
             "alpha_max": self.alpha_max,
             "psn_absolute": int(self.psn_mode == "absolute"),
-            "sym_gate": self.gate_pkts,
+            "sym_gate": self.gate_depth,
         }
 
 
