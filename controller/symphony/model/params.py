@@ -34,6 +34,8 @@ PsnMode = Literal["relative", "absolute"]
 # include/job_state.p4); both agree exactly below 2^31 ticks (36 minutes at 1.024 us).
 T_WIN_MAX_TICKS = (1 << 31) - 1
 N_WARMUP_MAX = ar.PSN_MASK
+# t2na bridges the gate in 16 bits (p4src/t2na/include/types.p4); v1model carries 19.
+GATE_DEPTH_LIMIT = 1 << 16
 N_SAMPLE_MAX = (1 << 32) - 1
 
 
@@ -88,9 +90,9 @@ class JobParams:
             raise ValueError(f"n_sample: must be an integer in [0, 2^32), got {self.n_sample!r}")
         if not isinstance(self.alpha_max, int) or not 1 <= self.alpha_max <= ar.ALPHA_LIMIT:
             raise ValueError(f"alpha_max: must be an integer in [1, 255], got {self.alpha_max!r}")
-        if not isinstance(self.gate_depth, int) or not 0 <= self.gate_depth < QUEUE_DEPTH_LIMIT:
+        if not isinstance(self.gate_depth, int) or not 0 <= self.gate_depth < GATE_DEPTH_LIMIT:
             raise ValueError(
-                f"gate_depth: must be an integer in [0, 2^19), got {self.gate_depth!r}"
+                f"gate_depth: must be an integer in [0, 2^16), got {self.gate_depth!r}"
             )
         if self.psn_mode not in ("relative", "absolute"):
             raise ValueError(f"psn_mode: must be 'relative' or 'absolute', got {self.psn_mode!r}")
