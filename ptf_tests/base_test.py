@@ -31,7 +31,7 @@ from scapy.layers.l2 import Ether
 from conformance.packets import ip_to_int, parsed_view
 from symphony.model import tables
 from symphony.model.params import JobParams, QueueParams
-from symphony.model.pipeline import Decision, JobState, Pipeline
+from symphony.model.pipeline import Decision, JobState, Pipeline, symphony_ce
 from symphony.model.tables import TableEntrySpec
 from symphony.p4names import FLOW_BASE, JOB_REGISTERS
 from symphony.sizes import BMV2_TICK_NS, MAX_JOBS
@@ -173,17 +173,25 @@ class SymphonyTest(BaseTest):
         self.send(pkt, in_port)
         self.assertEqual(self.receive(out_port).hex(), bytes(pkt).hex())
 
+    def gate_of(self, decision: Decision) -> int:
+        """The backlog gate (sym_gate) of the decision's job, 0 for an untracked packet."""
+        if decision.job_id is None:
+            return 0
+        return self.model.job_params.get(decision.job_id, {}).get("sym_gate", 0)
+
     def roce(self, pkt, in_port: int = 0, out_port: int = 1) -> tuple[int, Decision]:
         """Send one RoCE packet through switch and model; return (ECN received, model decision).
 
         The frame must come out as `roce_frame` checks; where the model is certain, the ECN must
-        be its answer.
+        be its answer, gated as the egress gates it (one packet at a time: the queue it joins
+        is empty, enq_qdepth 0).
         """
         decision = self.model.process(parsed_view(pkt), now=0)
         ecn = self.roce_frame(pkt, in_port, out_port)
         sent_ecn = pkt[IP].tos & 0b11
         if decision.mark is not None and sent_ecn in (0b01, 0b10):
-            want = 0b11 if decision.mark else sent_ecn
+            leaves = symphony_ce(decision.mark, 0, self.gate_of(decision))
+            want = 0b11 if leaves else sent_ecn
             self.assertEqual(ecn, want, f"mark differs from the model: {decision}")
         return ecn, decision
 

@@ -7,7 +7,14 @@ import pytest
 from symphony.model import arithmetic as ar
 from symphony.model.opcodes import ACK, SEND_ONLY, WRITE_FIRST, WRITE_LAST, WRITE_MIDDLE
 from symphony.model.params import T_WIN_MAX_TICKS, JobParams
-from symphony.model.pipeline import FLOW_SLOTS, JobState, Pipeline, RocePacket, flow_slot
+from symphony.model.pipeline import (
+    FLOW_SLOTS,
+    JobState,
+    Pipeline,
+    RocePacket,
+    flow_slot,
+    symphony_ce,
+)
 
 NEVER = 2_000_000_000.0  # a window longer than any test (33 minutes)
 JOB = 7
@@ -346,3 +353,18 @@ def test_tofino_running_eq5_equals_the_product_form() -> None:
         tau_q8 = rng.randint(0, 256)
         score = op * ar.tau_increment(True, tau_q8) + (total - op) * ar.tau_increment(False, tau_q8)
         assert (score >= 0) == ar.window_raises_alpha(op, total, tau_q8)
+
+
+def test_the_backlog_gate_lets_a_mark_leave_only_from_a_deep_enough_queue():
+    # JobParams.gate_depth (issue 21), applied at egress on the depth the packet joins.
+    assert symphony_ce(True, 0, 0) and symphony_ce(True, 7, 0)  # gate 0: the paper's policy
+    assert not symphony_ce(True, 3, 4) and symphony_ce(True, 4, 4) and symphony_ce(True, 9, 4)
+    assert not symphony_ce(False, 100, 0) and not symphony_ce(False, 100, 4)
+
+
+def test_gate_depth_is_checked_and_becomes_action_data():
+    assert JobParams().to_action_params()["sym_gate"] == 0
+    assert JobParams(gate_depth=8).to_action_params()["sym_gate"] == 8
+    for bad in (-1, 1 << 16, 2.5):
+        with pytest.raises(ValueError, match="gate_depth"):
+            JobParams(gate_depth=bad).validate()

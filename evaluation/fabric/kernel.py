@@ -472,11 +472,14 @@ def run(
                     if thr > 0 and now >= late_start_ps:
                         coin = np.random.randint(0, sk.COIN_RANGE) if thr < sk.COIN_RANGE else 0
                         if sk.decide(thr, coin):
-                            js[sw, j, sk.JS_MARKS] += 1
-                            stats[S_SYM_MARKS] += 1
-                            pk_ce[pku] = 1
-                            if not sk.step_later(s, js[sw, j, sk.JS_STEP_MIN]):
-                                stats[S_MARKS_NOT_OUTPACING] += 1
+                            js[sw, j, sk.JS_MARKS] += 1  # decisions, as the switch counts them
+                            # the backlog gate (model.pipeline.symphony_ce) on the depth this
+                            # packet joins, in MTUs of its class
+                            if q_bytes[portu, prio] // mtu >= prm[j, sk.P_SYM_GATE]:
+                                stats[S_SYM_MARKS] += 1
+                                pk_ce[pku] = 1
+                                if not sk.step_later(s, js[sw, j, sk.JS_STEP_MIN]):
+                                    stats[S_MARKS_NOT_OUTPACING] += 1
             sw = port_switch[portu]
             pk_prio[pku] = prio
             # enqueue (drop-tail on the port's bytes, or on the switch's shared buffer; the

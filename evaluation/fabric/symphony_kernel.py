@@ -67,7 +67,7 @@ ACTION_KEYS: tuple[str, ...] = tuple(JobParams().to_action_params())
 P_INSTALLED = 0  # column 0; the action data follows
 P = _columns(
     ACTION_KEYS,
-    "mark_enable k_log tau_q8 t_win n_warmup n_sample alpha_max psn_absolute",
+    "mark_enable k_log tau_q8 t_win n_warmup n_sample alpha_max psn_absolute sym_gate",
     "the set_params action data",
     first=P_INSTALLED + 1,
 )
@@ -80,6 +80,7 @@ P = _columns(
     P_N_SAMPLE,
     P_ALPHA_MAX,
     P_PSN_ABSOLUTE,
+    P_SYM_GATE,
 ) = P.values()
 P_FIELDS = 1 + len(P)
 

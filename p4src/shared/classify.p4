@@ -61,7 +61,8 @@ control Classify(in ipv4_h ipv4, in udp_h udp, in bth_h bth, inout symphony_meta
     }
 
     action set_params(bit<1> mark_enable, log_t k_log, bit<16> tau_q8, bit<32> t_win,
-                      psn_t n_warmup, bit<32> n_sample, bit<8> alpha_max, bit<1> psn_absolute) {
+                      psn_t n_warmup, bit<32> n_sample, bit<8> alpha_max, bit<1> psn_absolute,
+                      qdepth_t sym_gate) {
         meta.mark_enable = mark_enable;
         meta.k_log = k_log;
         meta.tau_q8 = tau_q8;
@@ -70,6 +71,7 @@ control Classify(in ipv4_h ipv4, in udp_h udp, in bth_h bth, inout symphony_meta
         meta.n_sample = n_sample;
         meta.alpha_max = alpha_max;
         meta.psn_absolute = psn_absolute;
+        meta.sym_gate = sym_gate;
 #if defined(__TARGET_TOFINO__)
         meta.win_offset = t_win - meta.now;
 #endif

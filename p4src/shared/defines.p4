@@ -27,5 +27,6 @@ typedef bit<16> job_id_t;
 typedef bit<16> step_t;
 typedef bit<24> psn_t;
 typedef bit<16> log_t;   // log2 in fixed point, 8 fractional bits
+typedef bit<19> qdepth_t; // egress queue depth, in the target's unit (bmv2: packets); both archs carry 19 bits
 
 #endif

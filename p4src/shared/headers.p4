@@ -102,6 +102,9 @@ struct symphony_meta_t {
     bool     lut_miss;
     bit<16>  d;
     bit<32>  threshold;
+    // Backlog gate (JobParams.gate_depth): the Symphony mark leaves only from an egress queue
+    // at least this deep at enqueue (EcnMark); 0 lets every mark leave, the paper's policy.
+    qdepth_t sym_gate;
     // Outputs.
     bool     symphony_mark;
     bool     queue_mark;

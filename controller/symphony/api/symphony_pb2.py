@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bsymphony/api/symphony.proto\x12\x0bsymphony.v1\"\xee\x01\n\x06Params\x12\x0e\n\x01k\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x10\n\x03tau\x18\x02 \x01(\x01H\x01\x88\x01\x01\x12\x15\n\x08t_win_us\x18\x03 \x01(\x01H\x02\x88\x01\x01\x12\x15\n\x08n_warmup\x18\x04 \x01(\x03H\x03\x88\x01\x01\x12\x15\n\x08n_sample\x18\x05 \x01(\x03H\x04\x88\x01\x01\x12\x16\n\talpha_max\x18\x06 \x01(\x03H\x05\x88\x01\x01\x12\x15\n\x08psn_mode\x18\x07 \x01(\tH\x06\x88\x01\x01\x42\x04\n\x02_kB\x06\n\x04_tauB\x0b\n\t_t_win_usB\x0b\n\t_n_warmupB\x0b\n\t_n_sampleB\x0c\n\n_alpha_maxB\x0b\n\t_psn_mode\"\x88\x01\n\x0f\x41llocateRequest\x12\x13\n\x0brequest_key\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04mode\x18\x03 \x01(\t\x12\r\n\x05hosts\x18\x04 \x03(\t\x12\x10\n\x08switches\x18\x05 \x03(\t\x12#\n\x06params\x18\x06 \x01(\x0b\x32\x13.symphony.v1.Params\"\x15\n\x06JobRef\x12\x0b\n\x03job\x18\x01 \x01(\t\"\xfd\x01\n\x03Job\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04mode\x18\x03 \x01(\t\x12\r\n\x05hosts\x18\x04 \x03(\t\x12\x10\n\x08switches\x18\x05 \x03(\t\x12#\n\x06params\x18\x06 \x01(\x0b\x32\x13.symphony.v1.Params\x12&\n\teffective\x18\x07 \x01(\x0b\x32\x13.symphony.v1.Params\x12\r\n\x05state\x18\x08 \x01(\t\x12\x0f\n\x07pending\x18\t \x03(\t\x12\x12\n\ncreated_at\x18\n \x01(\x01\x12\x13\n\x0breleased_at\x18\x0b \x01(\x01\x12\x13\n\x0brequest_key\x18\x0c \x01(\t\".\n\x0cSwitchResult\x12\x0e\n\x06switch\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\"g\n\x08JobReply\x12\x1d\n\x03job\x18\x01 \x01(\x0b\x32\x10.symphony.v1.Job\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\x12+\n\x08switches\x18\x03 \x03(\x0b\x32\x19.symphony.v1.SwitchResult\"\'\n\x0bListRequest\x12\x18\n\x10include_released\x18\x01 \x01(\x08\"+\n\tListReply\x12\x1e\n\x04jobs\x18\x01 \x03(\x0b\x32\x10.symphony.v1.Job\"\x95\x02\n\tLiveState\x12\x0e\n\x06switch\x18\x01 \x01(\t\x12\x11\n\tavailable\x18\x02 \x01(\x08\x12\r\n\x05\x65rror\x18\x03 \x01(\t\x12\x10\n\x08step_min\x18\x04 \x01(\r\x12\x0f\n\x07psn_rec\x18\x05 \x01(\r\x12\r\n\x05\x61lpha\x18\x06 \x01(\r\x12\x16\n\x0ewindow_packets\x18\x07 \x01(\x04\x12\x1c\n\x14window_ahead_packets\x18\x08 \x01(\x04\x12\x11\n\twin_start\x18\t \x01(\x04\x12\x0f\n\x07packets\x18\n \x01(\x04\x12\r\n\x05marks\x18\x0b \x01(\x04\x12\x13\n\x0bqueue_marks\x18\x0c \x01(\x04\x12\x10\n\x08step_max\x18\r \x01(\r\x12\x14\n\x0cstep_overlap\x18\x0e \x01(\r\"O\n\x08GetReply\x12\x1d\n\x03job\x18\x01 \x01(\x0b\x32\x10.symphony.v1.Job\x12$\n\x04live\x18\x02 \x03(\x0b\x32\x16.symphony.v1.LiveState\"D\n\x10SetParamsRequest\x12\x0b\n\x03job\x18\x01 \x01(\t\x12#\n\x06params\x18\x02 \x01(\x0b\x32\x13.symphony.v1.Params\"\x81\x01\n\x0eSetParamsReply\x12\x1d\n\x03job\x18\x01 \x01(\x0b\x32\x10.symphony.v1.Job\x12#\n\x06global\x18\x02 \x01(\x0b\x32\x13.symphony.v1.Params\x12+\n\x08switches\x18\x03 \x03(\x0b\x32\x19.symphony.v1.SwitchResult\"\x15\n\x13SwitchStatusRequest\"\xe0\x01\n\nSwitchInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x0e\n\x06target\x18\x03 \x01(\t\x12\r\n\x05state\x18\x04 \x01(\t\x12\x17\n\x0f\x63onnected_since\x18\x05 \x01(\x01\x12\x12\n\nlast_error\x18\x06 \x01(\t\x12\x10\n\x08\x63onnects\x18\x07 \x01(\x04\x12\x16\n\x0elast_reconcile\x18\x08 \x01(\x01\x12\x1e\n\x16last_reconcile_changes\x18\t \x01(\x04\x12\x0f\n\x07\x65ntries\x18\n \x01(\x04\x12\x0c\n\x04jobs\x18\x0b \x01(\x04\">\n\x11SwitchStatusReply\x12)\n\x08switches\x18\x01 \x03(\x0b\x32\x17.symphony.v1.SwitchInfo2\x8c\x03\n\nJobService\x12?\n\x08\x41llocate\x12\x1c.symphony.v1.AllocateRequest\x1a\x15.symphony.v1.JobReply\x12\x35\n\x07Release\x12\x13.symphony.v1.JobRef\x1a\x15.symphony.v1.JobReply\x12\x38\n\x04List\x12\x18.symphony.v1.ListRequest\x1a\x16.symphony.v1.ListReply\x12\x31\n\x03Get\x12\x13.symphony.v1.JobRef\x1a\x15.symphony.v1.GetReply\x12G\n\tSetParams\x12\x1d.symphony.v1.SetParamsRequest\x1a\x1b.symphony.v1.SetParamsReply\x12P\n\x0cSwitchStatus\x12 .symphony.v1.SwitchStatusRequest\x1a\x1e.symphony.v1.SwitchStatusReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bsymphony/api/symphony.proto\x12\x0bsymphony.v1\"\x96\x02\n\x06Params\x12\x0e\n\x01k\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x10\n\x03tau\x18\x02 \x01(\x01H\x01\x88\x01\x01\x12\x15\n\x08t_win_us\x18\x03 \x01(\x01H\x02\x88\x01\x01\x12\x15\n\x08n_warmup\x18\x04 \x01(\x03H\x03\x88\x01\x01\x12\x15\n\x08n_sample\x18\x05 \x01(\x03H\x04\x88\x01\x01\x12\x16\n\talpha_max\x18\x06 \x01(\x03H\x05\x88\x01\x01\x12\x15\n\x08psn_mode\x18\x07 \x01(\tH\x06\x88\x01\x01\x12\x17\n\ngate_depth\x18\x08 \x01(\x03H\x07\x88\x01\x01\x42\x04\n\x02_kB\x06\n\x04_tauB\x0b\n\t_t_win_usB\x0b\n\t_n_warmupB\x0b\n\t_n_sampleB\x0c\n\n_alpha_maxB\x0b\n\t_psn_modeB\r\n\x0b_gate_depth\"\x88\x01\n\x0f\x41llocateRequest\x12\x13\n\x0brequest_key\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04mode\x18\x03 \x01(\t\x12\r\n\x05hosts\x18\x04 \x03(\t\x12\x10\n\x08switches\x18\x05 \x03(\t\x12#\n\x06params\x18\x06 \x01(\x0b\x32\x13.symphony.v1.Params\"\x15\n\x06JobRef\x12\x0b\n\x03job\x18\x01 \x01(\t\"\xfd\x01\n\x03Job\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04mode\x18\x03 \x01(\t\x12\r\n\x05hosts\x18\x04 \x03(\t\x12\x10\n\x08switches\x18\x05 \x03(\t\x12#\n\x06params\x18\x06 \x01(\x0b\x32\x13.symphony.v1.Params\x12&\n\teffective\x18\x07 \x01(\x0b\x32\x13.symphony.v1.Params\x12\r\n\x05state\x18\x08 \x01(\t\x12\x0f\n\x07pending\x18\t \x03(\t\x12\x12\n\ncreated_at\x18\n \x01(\x01\x12\x13\n\x0breleased_at\x18\x0b \x01(\x01\x12\x13\n\x0brequest_key\x18\x0c \x01(\t\".\n\x0cSwitchResult\x12\x0e\n\x06switch\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\"g\n\x08JobReply\x12\x1d\n\x03job\x18\x01 \x01(\x0b\x32\x10.symphony.v1.Job\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\x12+\n\x08switches\x18\x03 \x03(\x0b\x32\x19.symphony.v1.SwitchResult\"\'\n\x0bListRequest\x12\x18\n\x10include_released\x18\x01 \x01(\x08\"+\n\tListReply\x12\x1e\n\x04jobs\x18\x01 \x03(\x0b\x32\x10.symphony.v1.Job\"\x95\x02\n\tLiveState\x12\x0e\n\x06switch\x18\x01 \x01(\t\x12\x11\n\tavailable\x18\x02 \x01(\x08\x12\r\n\x05\x65rror\x18\x03 \x01(\t\x12\x10\n\x08step_min\x18\x04 \x01(\r\x12\x0f\n\x07psn_rec\x18\x05 \x01(\r\x12\r\n\x05\x61lpha\x18\x06 \x01(\r\x12\x16\n\x0ewindow_packets\x18\x07 \x01(\x04\x12\x1c\n\x14window_ahead_packets\x18\x08 \x01(\x04\x12\x11\n\twin_start\x18\t \x01(\x04\x12\x0f\n\x07packets\x18\n \x01(\x04\x12\r\n\x05marks\x18\x0b \x01(\x04\x12\x13\n\x0bqueue_marks\x18\x0c \x01(\x04\x12\x10\n\x08step_max\x18\r \x01(\r\x12\x14\n\x0cstep_overlap\x18\x0e \x01(\r\"O\n\x08GetReply\x12\x1d\n\x03job\x18\x01 \x01(\x0b\x32\x10.symphony.v1.Job\x12$\n\x04live\x18\x02 \x03(\x0b\x32\x16.symphony.v1.LiveState\"D\n\x10SetParamsRequest\x12\x0b\n\x03job\x18\x01 \x01(\t\x12#\n\x06params\x18\x02 \x01(\x0b\x32\x13.symphony.v1.Params\"\x81\x01\n\x0eSetParamsReply\x12\x1d\n\x03job\x18\x01 \x01(\x0b\x32\x10.symphony.v1.Job\x12#\n\x06global\x18\x02 \x01(\x0b\x32\x13.symphony.v1.Params\x12+\n\x08switches\x18\x03 \x03(\x0b\x32\x19.symphony.v1.SwitchResult\"\x15\n\x13SwitchStatusRequest\"\xe0\x01\n\nSwitchInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x0e\n\x06target\x18\x03 \x01(\t\x12\r\n\x05state\x18\x04 \x01(\t\x12\x17\n\x0f\x63onnected_since\x18\x05 \x01(\x01\x12\x12\n\nlast_error\x18\x06 \x01(\t\x12\x10\n\x08\x63onnects\x18\x07 \x01(\x04\x12\x16\n\x0elast_reconcile\x18\x08 \x01(\x01\x12\x1e\n\x16last_reconcile_changes\x18\t \x01(\x04\x12\x0f\n\x07\x65ntries\x18\n \x01(\x04\x12\x0c\n\x04jobs\x18\x0b \x01(\x04\">\n\x11SwitchStatusReply\x12)\n\x08switches\x18\x01 \x03(\x0b\x32\x17.symphony.v1.SwitchInfo2\x8c\x03\n\nJobService\x12?\n\x08\x41llocate\x12\x1c.symphony.v1.AllocateRequest\x1a\x15.symphony.v1.JobReply\x12\x35\n\x07Release\x12\x13.symphony.v1.JobRef\x1a\x15.symphony.v1.JobReply\x12\x38\n\x04List\x12\x18.symphony.v1.ListRequest\x1a\x16.symphony.v1.ListReply\x12\x31\n\x03Get\x12\x13.symphony.v1.JobRef\x1a\x15.symphony.v1.GetReply\x12G\n\tSetParams\x12\x1d.symphony.v1.SetParamsRequest\x1a\x1b.symphony.v1.SetParamsReply\x12P\n\x0cSwitchStatus\x12 .symphony.v1.SwitchStatusRequest\x1a\x1e.symphony.v1.SwitchStatusReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,35 +32,35 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'symphony.api.symphony_pb2',
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_PARAMS']._serialized_start=45
-  _globals['_PARAMS']._serialized_end=283
-  _globals['_ALLOCATEREQUEST']._serialized_start=286
-  _globals['_ALLOCATEREQUEST']._serialized_end=422
-  _globals['_JOBREF']._serialized_start=424
-  _globals['_JOBREF']._serialized_end=445
-  _globals['_JOB']._serialized_start=448
-  _globals['_JOB']._serialized_end=701
-  _globals['_SWITCHRESULT']._serialized_start=703
-  _globals['_SWITCHRESULT']._serialized_end=749
-  _globals['_JOBREPLY']._serialized_start=751
-  _globals['_JOBREPLY']._serialized_end=854
-  _globals['_LISTREQUEST']._serialized_start=856
-  _globals['_LISTREQUEST']._serialized_end=895
-  _globals['_LISTREPLY']._serialized_start=897
-  _globals['_LISTREPLY']._serialized_end=940
-  _globals['_LIVESTATE']._serialized_start=943
-  _globals['_LIVESTATE']._serialized_end=1220
-  _globals['_GETREPLY']._serialized_start=1222
-  _globals['_GETREPLY']._serialized_end=1301
-  _globals['_SETPARAMSREQUEST']._serialized_start=1303
-  _globals['_SETPARAMSREQUEST']._serialized_end=1371
-  _globals['_SETPARAMSREPLY']._serialized_start=1374
-  _globals['_SETPARAMSREPLY']._serialized_end=1503
-  _globals['_SWITCHSTATUSREQUEST']._serialized_start=1505
-  _globals['_SWITCHSTATUSREQUEST']._serialized_end=1526
-  _globals['_SWITCHINFO']._serialized_start=1529
-  _globals['_SWITCHINFO']._serialized_end=1753
-  _globals['_SWITCHSTATUSREPLY']._serialized_start=1755
-  _globals['_SWITCHSTATUSREPLY']._serialized_end=1817
-  _globals['_JOBSERVICE']._serialized_start=1820
-  _globals['_JOBSERVICE']._serialized_end=2216
+  _globals['_PARAMS']._serialized_end=323
+  _globals['_ALLOCATEREQUEST']._serialized_start=326
+  _globals['_ALLOCATEREQUEST']._serialized_end=462
+  _globals['_JOBREF']._serialized_start=464
+  _globals['_JOBREF']._serialized_end=485
+  _globals['_JOB']._serialized_start=488
+  _globals['_JOB']._serialized_end=741
+  _globals['_SWITCHRESULT']._serialized_start=743
+  _globals['_SWITCHRESULT']._serialized_end=789
+  _globals['_JOBREPLY']._serialized_start=791
+  _globals['_JOBREPLY']._serialized_end=894
+  _globals['_LISTREQUEST']._serialized_start=896
+  _globals['_LISTREQUEST']._serialized_end=935
+  _globals['_LISTREPLY']._serialized_start=937
+  _globals['_LISTREPLY']._serialized_end=980
+  _globals['_LIVESTATE']._serialized_start=983
+  _globals['_LIVESTATE']._serialized_end=1260
+  _globals['_GETREPLY']._serialized_start=1262
+  _globals['_GETREPLY']._serialized_end=1341
+  _globals['_SETPARAMSREQUEST']._serialized_start=1343
+  _globals['_SETPARAMSREQUEST']._serialized_end=1411
+  _globals['_SETPARAMSREPLY']._serialized_start=1414
+  _globals['_SETPARAMSREPLY']._serialized_end=1543
+  _globals['_SWITCHSTATUSREQUEST']._serialized_start=1545
+  _globals['_SWITCHSTATUSREQUEST']._serialized_end=1566
+  _globals['_SWITCHINFO']._serialized_start=1569
+  _globals['_SWITCHINFO']._serialized_end=1793
+  _globals['_SWITCHSTATUSREPLY']._serialized_start=1795
+  _globals['_SWITCHSTATUSREPLY']._serialized_end=1857
+  _globals['_JOBSERVICE']._serialized_start=1860
+  _globals['_JOBSERVICE']._serialized_end=2256
 # @@protoc_insertion_point(module_scope)

@@ -7,7 +7,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Params(_message.Message):
-    __slots__ = ("k", "tau", "t_win_us", "n_warmup", "n_sample", "alpha_max", "psn_mode")
+    __slots__ = ("k", "tau", "t_win_us", "n_warmup", "n_sample", "alpha_max", "psn_mode", "gate_depth")
     K_FIELD_NUMBER: _ClassVar[int]
     TAU_FIELD_NUMBER: _ClassVar[int]
     T_WIN_US_FIELD_NUMBER: _ClassVar[int]
@@ -15,6 +15,7 @@ class Params(_message.Message):
     N_SAMPLE_FIELD_NUMBER: _ClassVar[int]
     ALPHA_MAX_FIELD_NUMBER: _ClassVar[int]
     PSN_MODE_FIELD_NUMBER: _ClassVar[int]
+    GATE_DEPTH_FIELD_NUMBER: _ClassVar[int]
     k: float
     tau: float
     t_win_us: float
@@ -22,7 +23,8 @@ class Params(_message.Message):
     n_sample: int
     alpha_max: int
     psn_mode: str
-    def __init__(self, k: _Optional[float] = ..., tau: _Optional[float] = ..., t_win_us: _Optional[float] = ..., n_warmup: _Optional[int] = ..., n_sample: _Optional[int] = ..., alpha_max: _Optional[int] = ..., psn_mode: _Optional[str] = ...) -> None: ...
+    gate_depth: int
+    def __init__(self, k: _Optional[float] = ..., tau: _Optional[float] = ..., t_win_us: _Optional[float] = ..., n_warmup: _Optional[int] = ..., n_sample: _Optional[int] = ..., alpha_max: _Optional[int] = ..., psn_mode: _Optional[str] = ..., gate_depth: _Optional[int] = ...) -> None: ...
 
 class AllocateRequest(_message.Message):
     __slots__ = ("request_key", "name", "mode", "hosts", "switches", "params")

@@ -34,6 +34,8 @@ PsnMode = Literal["relative", "absolute"]
 # include/job_state.p4); both agree exactly below 2^31 ticks (36 minutes at 1.024 us).
 T_WIN_MAX_TICKS = (1 << 31) - 1
 N_WARMUP_MAX = ar.PSN_MASK
+# t2na bridges the gate in 16 bits (p4src/t2na/include/types.p4); v1model carries 19.
+GATE_DEPTH_LIMIT = 1 << 16
 N_SAMPLE_MAX = (1 << 32) - 1
 
 
@@ -54,6 +56,10 @@ class JobParams:
     n_sample: int = field(default=32, metadata=_INT)
     alpha_max: int = field(default=32, metadata=_INT)
     psn_mode: PsnMode = field(default="relative", metadata=_STR)
+    # Backlog gate (issue 21): a Symphony mark leaves only when the packet joins an egress queue
+    # at least this deep, in the queue's depth unit as QueueParams' (packets on bmv2 and in the
+    # simulator); 0 is the paper's policy (every mark leaves). `marks` still counts decisions.
+    gate_depth: int = field(default=0, metadata=_INT)
 
     def validate(self, tick_ns: int = BMV2_TICK_NS) -> JobParams:
         """Raise ValueError naming the first field out of range; return self when all are fine."""
@@ -84,6 +90,10 @@ class JobParams:
             raise ValueError(f"n_sample: must be an integer in [0, 2^32), got {self.n_sample!r}")
         if not isinstance(self.alpha_max, int) or not 1 <= self.alpha_max <= ar.ALPHA_LIMIT:
             raise ValueError(f"alpha_max: must be an integer in [1, 255], got {self.alpha_max!r}")
+        if not isinstance(self.gate_depth, int) or not 0 <= self.gate_depth < GATE_DEPTH_LIMIT:
+            raise ValueError(
+                f"gate_depth: must be an integer in [0, 2^16), got {self.gate_depth!r}"
+            )
         if self.psn_mode not in ("relative", "absolute"):
             raise ValueError(f"psn_mode: must be 'relative' or 'absolute', got {self.psn_mode!r}")
         return self
@@ -114,6 +124,7 @@ class JobParams:
             "n_sample": self.n_sample,
             "alpha_max": self.alpha_max,
             "psn_absolute": int(self.psn_mode == "absolute"),
+            "sym_gate": self.gate_depth,
         }
 
 

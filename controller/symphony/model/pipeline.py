@@ -107,6 +107,13 @@ def unpack_flow(value: int) -> tuple[int, int, int]:
     return (value >> 40) & 0xFFFF, (value >> 24) & 0xFFFF, value & ar.PSN_MASK
 
 
+def symphony_ce(mark: bool, enq_depth: int, gate_depth: int) -> bool:
+    """The backlog gate (JobParams.gate_depth, issue 21), at egress: a Symphony mark decision
+    leaves as CE only from a queue that held at least ``gate_depth`` when the packet joined it
+    (``enq_qdepth``). Gate 0 lets every decision through: the paper's policy."""
+    return mark and enq_depth >= gate_depth
+
+
 def ecn_out(ecn: int, symphony_mark: bool, queue_mark: bool) -> int:
     """SPEC 4.5: ECT(0)/ECT(1) become CE when either marker fires; Non-ECT and CE never change."""
     if ecn in (0b01, 0b10) and (symphony_mark or queue_mark):

@@ -10,7 +10,7 @@
 //                   drop_ctl), after the forwarding decision: a packet with a parser error or
 //                   one the program drops stays untracked (SPEC 1). It writes `sym` (a
 //                   symphony_ingress_t the ingress parser zeroes) and the bridged header.
-//   bridged         symphony_bridge_h (3 bytes): the program emits it in front of the packet
+//   bridged         symphony_bridge_h (5 bytes): the program emits it in front of the packet
 //                   in its ingress deparser and extracts it in its egress parser.
 //   egress          SymphonyMarker(ipv4, bridge, sym, eg_intr_md): the queue ramp and CE. When
 //                   sym.ecn_changed is set the egress deparser recomputes the IPv4 checksum.
@@ -49,6 +49,7 @@ control SymphonyTracker(in ipv4_h ipv4, in udp_h udp, in bth_h bth,
         bridge.tracked = 0;
         bridge.symphony_mark = 0;
         bridge._pad = 0;
+        bridge.sym_gate = 0;
         // Windows run on a 1.024 us clock: bits 41..10 of the ns timestamp. An identity hash
         // picks them out of the crossbar already aligned (a shift would span two containers).
         sym.s.now = clock.get({ global_tstamp[41:10] });
@@ -70,6 +71,7 @@ control SymphonyTracker(in ipv4_h ipv4, in udp_h udp, in bth_h bth,
             sym.s.tracked = false;
         }
         bridge.job_id = sym.s.job_id;
+        bridge.sym_gate = sym.s.sym_gate[15:0];
     }
 }
 
@@ -81,7 +83,7 @@ control SymphonyMarker(inout ipv4_h ipv4, in symphony_bridge_h bridge,
 
     apply {
         queue_mark.apply(ipv4, bridge, sym, eg_intr_md);
-        ecn_mark.apply(ipv4, bridge, sym);
+        ecn_mark.apply(ipv4, bridge, sym, eg_intr_md.enq_qdepth);
     }
 }
 

@@ -10,6 +10,7 @@ header symphony_bridge_h {
     bit<1>   symphony_mark;
     bit<6>   _pad;
     job_id_t job_id;
+    bit<16>  sym_gate;      // the job's backlog gate (JobParams.gate_depth), for EcnMark
 }
 
 struct symphony_tofino_meta_t {
@@ -47,6 +48,8 @@ struct symphony_egress_t {
     bit<32> coin_diff;      // threshold - coin: positive iff coin < threshold
     bool    queue_mark;
     bool    ecn_changed;
+    bit<16> depth16;        // enq_qdepth, low 16 bits (a gate is below 2^16 on Tofino2)
+    bit<16> short_by;       // sym_gate |-| depth: 0 iff the queue is at least the gate
 }
 
 #endif

@@ -2,9 +2,11 @@
 // never changed and CE stays CE. The checksum is patched incrementally (RFC 1624, eq. 3) over
 // the one 16-bit word that changes, so it stays right with IPv4 options and a packet that came
 // with a bad checksum still has one.
-control EcnMark(inout ipv4_h ipv4, in symphony_meta_t meta) {
+control EcnMark(inout ipv4_h ipv4, in symphony_meta_t meta, in qdepth_t enq_qdepth) {
     apply {
-        if (ipv4.isValid() && (meta.symphony_mark || meta.queue_mark)
+        // The backlog gate: a Symphony mark leaves only from a queue of at least sym_gate.
+        bool symphony_ce = meta.symphony_mark && enq_qdepth >= meta.sym_gate;
+        if (ipv4.isValid() && (symphony_ce || meta.queue_mark)
                 && (ipv4.ecn == ECN_ECT0 || ipv4.ecn == ECN_ECT1)) {
             bit<16> old_word = ipv4.version ++ ipv4.ihl ++ ipv4.dscp ++ ipv4.ecn;
             ipv4.ecn = ECN_CE;

@@ -64,7 +64,7 @@ control SymphonyMarker(inout ipv4_h ipv4, inout symphony_meta_t meta,
 
     apply {
         queue_mark.apply(ipv4, meta, standard_metadata);
-        ecn_mark.apply(ipv4, meta);
+        ecn_mark.apply(ipv4, meta, standard_metadata.enq_qdepth);
     }
 }
 
