@@ -20,6 +20,7 @@ def test_default_parameters_encode_as_action_data() -> None:
         "n_sample": 32,
         "alpha_max": 32,
         "psn_absolute": 0,
+        "sym_gate": 0,
     }
     assert JobParams().to_action_params(tick_ns=1)["t_win"] == 100_000
 

@@ -50,6 +50,29 @@ def pair(tb: Testbed, k: float, name: str) -> dict:
     )
 
 
+# First in the file: it runs a testbed of its own on the same ports and veths, so it must end
+# before the module's `quiet_queue` testbed starts (a second controller left running would
+# take the switch's primary role from this one).
+def test_queue_marking_reaches_both_flows(tmp_path: Path) -> None:
+    """With the paper's RED thresholds and no Symphony, a shared bottleneck marks both flows
+    and DCQCN answers on both."""
+    with Testbed(tmp_path) as tb:
+        row = ex.run_pair(
+            tb,
+            SETUP,
+            ex.BASELINE,
+            offset=0.0,
+            packets=PACKETS,
+            seed=4,
+            name="smoke-queue",
+        )
+    assert row["complete"], row
+    assert row["A_lost"] == row["B_lost"] == 0
+    assert row["symphony_marks"] == 0
+    assert row["queue_marks"] == row["A_ce"] + row["B_ce"] > 0
+    assert row["A_cnps"] > 0 and row["B_cnps"] > 0
+
+
 def test_symphony_marks_only_the_outpacing_flow_and_cnps_slow_it(quiet_queue: Testbed) -> None:
     row = pair(quiet_queue, 1.0, "smoke-on")
     assert row["complete"], row
@@ -77,23 +100,3 @@ def test_baseline_is_symphony_off_through_the_controller(quiet_queue: Testbed) -
     assert row["A_ce"] == row["B_ce"] == row["symphony_marks"] == 0
     assert row["A_cnps"] == row["B_cnps"] == 0
     assert row["switch_packets"] == row["A_sent"] + row["B_sent"]
-
-
-def test_queue_marking_reaches_both_flows(tmp_path: Path) -> None:
-    """With the paper's RED thresholds and no Symphony, a shared bottleneck marks both flows
-    and DCQCN answers on both."""
-    with Testbed(tmp_path) as tb:
-        row = ex.run_pair(
-            tb,
-            SETUP,
-            ex.BASELINE,
-            offset=0.0,
-            packets=PACKETS,
-            seed=4,
-            name="smoke-queue",
-        )
-    assert row["complete"], row
-    assert row["A_lost"] == row["B_lost"] == 0
-    assert row["symphony_marks"] == 0
-    assert row["queue_marks"] == row["A_ce"] + row["B_ce"] > 0
-    assert row["A_cnps"] > 0 and row["B_cnps"] > 0
