@@ -113,6 +113,21 @@ def test_symphony_marks_only_outpacing_and_lowers_overlap() -> None:
     assert sum(sym.mean_overlap) < sum(base.mean_overlap)
 
 
+def test_the_backlog_gate_holds_marks_back_from_short_queues() -> None:
+    """JobParams.gate_depth in the kernel (model.pipeline.symphony_ce on the depth a packet
+    joins): the deeper the gate, the fewer Symphony marks leave; a gate no queue reaches lets
+    none leave, and gate 0 is the paper's policy."""
+    cfg = replace(SMALL, chunk_bytes=256 << 10, mode="symphony")
+    marks = {}
+    for gate in (0, 8, (1 << 16) - 1):
+        res = simulate(replace(cfg, symphony=JobParams(k=1.0, gate_depth=gate)), 2)
+        conserved(res)
+        assert res.stats["marks_not_outpacing"] == 0
+        marks[gate] = res.stats["symphony_marks"]
+    assert marks[0] > marks[8] > 0
+    assert marks[(1 << 16) - 1] == 0
+
+
 def test_deterministic_per_seed() -> None:
     cfg = replace(SMALL, chunk_bytes=64 << 10, mode="symphony")
     a, b, c = simulate(cfg, 4), simulate(cfg, 4), simulate(cfg, 5)
