@@ -13,6 +13,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
+from evaluation.fabric.sweep import run_key
+
 COLORS = {"baseline": "tab:red", "pq": "tab:orange", "symphony": "tab:blue"}
 
 
@@ -178,6 +180,65 @@ def _table1(out: Path, rows: list[dict[str, str]], by: dict, series) -> list[Pat
         ax.set_title(f"{scns[0]}: step overlap over time, seed 0 (paper Fig. 4a)")
         ax.legend(fontsize=8)
         written.append(_save(fig, out / "table1_overlap_time.png"))
+    return written
+
+
+POLICY_PANELS = (
+    ("lockstep", ""),
+    ("table1", ""),
+    ("table1-128", ""),
+    ("imbalance", "1.5x"),
+    ("transient-bg", ""),
+    ("two-jobs", ""),
+    ("random-arrivals", ""),
+)
+
+
+def plot_policies(out: Path, policies: list[str], results: dict, runs: list) -> list[Path]:
+    """The policy study (evaluation/fabric/policy_study.py): a CCT CDF per policy in each
+    scenario of POLICY_PANELS that ran, and the step overlap over time of the first seed."""
+    rows = _rows(out)
+    variants = ["baseline", "pq", *policies]
+    colors = {
+        **COLORS,
+        **dict(zip(policies, ("tab:blue", "tab:green", "tab:purple"), strict=False)),
+    }
+    by: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for r in rows:
+        by[r["scenario"], r["param"], r["variant"]].append(float(r["cct_us"]) / 1000)
+    panels = [sp for sp in POLICY_PANELS if (sp[0], sp[1], "baseline") in by]
+    written = []
+    if panels:
+        cols = min(4, len(panels))
+        nrows = -(-len(panels) // cols)
+        fig, axes = plt.subplots(nrows, cols, figsize=(4 * cols, 3.2 * nrows), squeeze=False)
+        for ax, (scn, param) in zip(axes.flat, panels, strict=False):
+            for var in variants:
+                if by.get((scn, param, var)):
+                    _cdf(ax, by[scn, param, var], var, colors.get(var))
+            ax.set_title(f"{scn} {param}".strip())
+            ax.set_xlabel("CCT (ms)")
+            ax.set_ylabel("CDF")
+            ax.legend(fontsize=7)
+        for ax in list(axes.flat)[len(panels) :]:
+            ax.axis("off")
+        written.append(_save(fig, out / "policy_cct_cdf.png"))
+    # overlap over time: the runs that kept their series (the first seed of each set)
+    kept = [(r, results[k]) for r in runs if (k := run_key(r)) in results and results[k].series]
+    for scn in ("table1", "lockstep", "two-jobs"):
+        mine = [(r, res) for r, res in kept if r.scenario == scn and not r.param]
+        if not mine:
+            continue
+        fig, ax = plt.subplots(figsize=(7, 3.5))
+        for r, res in mine:
+            ov = np.asarray(res.series["overlap"])[0]
+            t = np.arange(ov.size) * float(res.series["sample_us"]) / 1000
+            ax.plot(t, ov, lw=1, label=r.variant, color=colors.get(r.variant))
+        ax.set_xlabel("time (ms)")
+        ax.set_ylabel("distinct steps in flight")
+        ax.set_title(f"{scn}: step overlap over time, seed {mine[0][0].seed}")
+        ax.legend(fontsize=8)
+        written.append(_save(fig, out / f"policy_overlap_{scn}.png"))
     return written
 
 

@@ -43,8 +43,9 @@ FIELDS = (
 
 
 def keeps_series(run: Run) -> bool:
-    """The runs whose overlap and goodput series go to series.npz (the plots' examples)."""
-    return run.seed == 0 and run.param in ("", "1.13")
+    """The runs whose overlap and goodput series go to series.npz (the plots' examples): the
+    first seed of the choosing and of the held-out seeds (docs/policy-study.md)."""
+    return run.seed in (0, 100) and run.param in ("", "1.13")
 
 
 def row(run: Run, res: FabricResult) -> dict[str, object]:
