@@ -19,6 +19,7 @@ switch's clock, volatile by nature: comparisons mask it.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -47,6 +48,7 @@ TICK_NS = BMV2_TICK_NS
 # Windows that never close during a test, and that close on every packet (docs/design.md).
 T_WIN_NEVER_US = 2_000_000_000.0  # 33 minutes: below the 2^31-tick bound of T_win
 T_WIN_ALWAYS_US = 0.0
+BMV2_QUEUE_DEPTH = 64  # simple_switch's egress queue capacity in packets, when none is set
 
 
 def _param(name: str, default: str) -> str:
@@ -80,6 +82,12 @@ class _Shared:
         return cls.switch, cls.registers, cls.thrift
 
 
+def binomial_bounds(n: int, p: float, z: float = 3.2905) -> tuple[float, float]:
+    """Two-sided 99.9 % normal-approximation bounds on the count of successes."""
+    sd = math.sqrt(n * p * (1 - p))
+    return n * p - z * sd, n * p + z * sd
+
+
 class SymphonyTest(BaseTest):
     """Base class: sessions, job helpers that mirror into the golden model, auto-cleanup."""
 
@@ -107,6 +115,7 @@ class SymphonyTest(BaseTest):
         self.sw.run(self.registers.clear_all())
         if self._queue_rates_set:
             self.thrift.set_queue_rate(0)  # 0 = no rate limit again
+            self.thrift.set_queue_depth(BMV2_QUEUE_DEPTH)
             self._queue_rates_set = False
         self.model = Pipeline()
         self._params = {}
@@ -154,10 +163,17 @@ class SymphonyTest(BaseTest):
         """Test defaults: no window ever closes, a small warm-up and sample guard."""
         return JobParams(t_win_us=T_WIN_NEVER_US, n_warmup=4, n_sample=4)
 
+    def backlog_queue(self, port: int, rate_pps: int, depth_pkts: int = 0) -> None:
+        """Slow `port`'s egress queue to `rate_pps` (and hold `depth_pkts`, when given) so that a
+        burst builds a backlog; cleanup restores bmv2's defaults."""
+        self.thrift.set_queue_rate(rate_pps, port)
+        if depth_pkts:
+            self.thrift.set_queue_depth(depth_pkts, port)
+        self._queue_rates_set = True
+
     def set_queue_marking(self, port: int, q: QueueParams, rate_pps: int) -> None:
         self.write(tables.queue_mark_entries(port, q))
-        self.thrift.set_queue_rate(rate_pps, port)
-        self._queue_rates_set = True
+        self.backlog_queue(port, rate_pps)
 
     # Packets -------------------------------------------------------------------------------
     def send(self, pkt, port: int = 0) -> None:

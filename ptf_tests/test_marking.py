@@ -1,8 +1,6 @@
 """SPEC 4.4, 4.5 and 5: who is marked, with which probability, and what a mark changes."""
 
-import math
-
-from base_test import T_WIN_NEVER_US, SymphonyTest
+from base_test import T_WIN_NEVER_US, SymphonyTest, binomial_bounds
 
 from conformance import packets as rp
 from symphony.model import arithmetic as ar
@@ -84,12 +82,6 @@ class OnlyEctPacketsChange(SymphonyTest):
             self.assertEqual(got, want)
         # The counter counts decisions, ECT or not.
         self.assertEqual(self.assert_state(JOB).marks, 4)
-
-
-def binomial_bounds(n: int, p: float, z: float = 3.2905) -> tuple[float, float]:
-    """Two-sided 99.9 % normal-approximation bounds on the count of successes."""
-    sd = math.sqrt(n * p * (1 - p))
-    return n * p - z * sd, n * p + z * sd
 
 
 class MarkingRateMatchesTheModelProbability(SymphonyTest):
