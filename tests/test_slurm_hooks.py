@@ -41,11 +41,38 @@ def test_config_and_path(tmp_path):
         ('mode = "x"\n[switches]\n"*" = ["s1"]\n', "mode"),
         ('bogus = 1\n[switches]\n"*" = ["s1"]\n', "bogus"),
         ("", "switches"),
+        ('[switches]\n"*" = ["s1"]\n[params]\ngate = 8\n', "gate"),
+        ('[switches]\n"*" = ["s1"]\n[params]\ngate_depth = -1\n', "params.gate_depth"),
+        ('[switches]\n"*" = ["s1"]\n[params]\nk = "x"\n', "params.k"),
     ],
 )
 def test_bad_config_names_the_field(tmp_path, body, field):
     with pytest.raises(ConfigError, match=field):
         slurm.load_config(write(tmp_path, body))
+
+
+def test_job_params_from_the_config_and_the_job_comment(tmp_path, capsys):
+    cfg = slurm.load_config(
+        write(tmp_path, '[switches]\n"*" = ["s1"]\n[params]\ngate_depth = 8\nk = 0.001\n')
+    )
+    assert cfg.params == {"gate_depth": 8, "k": 0.001}
+    assert slurm.job_params(cfg, {}) == cfg.params
+    # the comment's words after "symphony:" win, spaces or commas between them
+    env = {"SLURM_JOB_ID": "5", "SLURM_JOB_COMMENT": "resnet run; symphony: gate_depth=0,k=0.01"}
+    assert slurm.job_params(cfg, env) == {"gate_depth": 0, "k": 0.01}
+    assert slurm.comment_params("no tag here") == {}
+    assert slurm.comment_params("symphony: psn_mode=absolute") == {"psn_mode": "absolute"}
+    for bad, why in (
+        ("symphony: gate=3", "gate: unknown parameter"),
+        ("symphony: gate_depth", "expected name=value"),
+        ("symphony: gate_depth=70000", "gate_depth"),
+        ("symphony: n_warmup=1.5", "n_warmup"),
+    ):
+        with pytest.raises(ValueError, match=why):
+            slurm.comment_params(bad)
+        # a bad comment never loses the job its tracking: it gets the config's parameters
+        assert slurm.job_params(cfg, {**env, "SLURM_JOB_COMMENT": bad}) == cfg.params
+        assert "comment ignored" in capsys.readouterr().err
 
 
 def test_request_key_is_the_slurm_job():

@@ -14,6 +14,11 @@
   processes (an NCCL wrapper) find the Job_ID to write into their packets' BTH.
 - ``flush``: retries the releases still pending (for a timer; prolog and epilog do it too).
 
+Symphony's per-job parameters (the marking policy among them) come from the config's
+``[params]`` table for every job, and per job from ``sbatch --comment "symphony: gate_depth=8
+k=0.001"`` (the words after ``symphony:``, ``name=value`` each), the comment's winning. A
+comment the controller would refuse is named on stderr and the job gets the config's.
+
 The controller being down never fails a Slurm job: every hook exits 0. The prolog then leaves
 the job untracked (its packets get only queue-depth marking); an epilog that cannot reach the
 controller writes the release to ``<state_dir>/pending/`` and the next hook run (any job's
@@ -33,6 +38,7 @@ from pathlib import Path
 from symphony.client import ApiError, Client, Credentials, Retry
 from symphony.config.reader import TableReader, read_toml
 from symphony.config.schema import ConfigError
+from symphony.model.params import PARAM_NAMES, ParamError, check_overrides
 
 DEFAULT_CONFIG = "/etc/symphony/slurm.toml"
 # A prolog delays its job's start, so it tries briefly; pending releases wait for the next run.
@@ -50,6 +56,9 @@ class SlurmConfig:
     switches: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # mode "hosts": node name -> its RoCE source address
     hosts: Mapping[str, str] = field(default_factory=dict)
+    # Symphony's per-job parameters for every job the prolog allocates (overrides of the
+    # controller's defaults; model/params.JobParams names them)
+    params: Mapping[str, float | int | str] = field(default_factory=dict)
 
     def client(self) -> Client:
         # `api` may name several replicas ("a:1,b:1"): the client finds the leader.
@@ -61,7 +70,7 @@ def load_config(path: Path) -> SlurmConfig:
     t = TableReader(read_toml(path), "", path.parent)
     t.only_keys(
         "api", "token_file", "tls_ca", "tls_cert", "tls_key", "mode", "state_dir",
-        "timeout_s", "switches", "hosts",
+        "timeout_s", "switches", "hosts", "params",
     )  # fmt: skip
     creds = Credentials.from_files(
         t.path("token_file", exists=True),
@@ -79,6 +88,12 @@ def load_config(path: Path) -> SlurmConfig:
     hosts_t = t.table("hosts")
     hosts = {node: hosts_t.string(node) for node in hosts_t.raw}
     mode = t.choice("mode", ("tag", "hosts"), "tag")
+    params_t = t.table("params")
+    params_t.only_keys(*PARAM_NAMES)
+    try:
+        params = check_overrides(params_t.raw)
+    except ParamError as exc:
+        raise ConfigError(f"params.{exc.field}", exc.reason) from exc
     return SlurmConfig(
         api=_api(t),
         credentials=creds,
@@ -87,7 +102,52 @@ def load_config(path: Path) -> SlurmConfig:
         timeout_s=t.number("timeout_s", 5.0, lo=0.1, hi=600.0),
         switches=switches,
         hosts=hosts,
+        params=params,
     )
+
+
+COMMENT_TAG = "symphony:"
+
+
+def comment_params(comment: str) -> dict[str, float | int | str]:
+    """The parameters a job's comment asks for: ``symphony: name=value ...`` (anywhere in the
+    comment, to its end; words split on spaces or commas). ValueError names what is wrong."""
+    _, tag, rest = comment.partition(COMMENT_TAG)
+    if not tag:
+        return {}
+    out: dict[str, float | int | str] = {}
+    for word in rest.replace(",", " ").split():
+        name, eq, text = word.partition("=")
+        if not eq or not name or not text:
+            raise ValueError(f"{word!r}: expected name=value")
+        out[name] = _number(text)
+    try:
+        return check_overrides(out)
+    except ParamError as exc:
+        raise ValueError(f"{exc.field}: {exc.reason}") from None
+
+
+def _number(text: str) -> float | int | str:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def job_params(cfg: SlurmConfig, env: Mapping[str, str]) -> dict[str, float | int | str]:
+    """The config's parameters under the job comment's; a bad comment is said and ignored."""
+    try:
+        mine = comment_params(env.get("SLURM_JOB_COMMENT", ""))
+    except ValueError as exc:
+        _say(f"job {env.get('SLURM_JOB_ID')}: comment ignored ({exc})")
+        return dict(cfg.params)
+    try:
+        return check_overrides({**cfg.params, **mine})  # valid alone, not always together
+    except ParamError as exc:
+        _say(f"job {env.get('SLURM_JOB_ID')}: comment ignored ({exc.field}: {exc.reason})")
+        return dict(cfg.params)
 
 
 def _api(t: TableReader) -> str:
@@ -206,7 +266,12 @@ def prolog(cfg: SlurmConfig, env: Mapping[str, str]) -> int:
         flush(cfg, c)
         try:
             reply = c.allocate(
-                request_key(env), name, switches=switches, mode=cfg.mode, hosts=hosts
+                request_key(env),
+                name,
+                switches=switches,
+                mode=cfg.mode,
+                hosts=hosts,
+                params=job_params(cfg, env),
             )
         except ApiError as exc:
             _say(f"job {slurm_id} runs untracked: {exc}")

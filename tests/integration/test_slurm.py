@@ -13,6 +13,7 @@ import sys
 import pytest
 from services import Controller, SlurmCluster, missing_tools, wait_for
 
+from symphony.api.convert import params_from_pb
 from symphony.client import Client
 from symphony.slurm import expand_nodes
 
@@ -39,6 +40,7 @@ def cluster(tmp_path_factory):
     cfg = hooks / "slurm.toml"
     cfg.write_text(
         f'api = "{ctl.api}"\nstate_dir = "{hooks}/state"\ntimeout_s = 2\n[switches]\n"*" = ["s1"]\n'
+        "[params]\nk = 0.001\n"
     )
     conf = "\n".join(
         f"{key}={hook_script(hooks / hook, hook, cfg)}"
@@ -63,7 +65,7 @@ def active(ctl: Controller) -> dict[str, int]:
         return {j.name: j.job_id for j in c.list() if j.state == "active"}
 
 
-def submit_waiting_job(slurm: SlurmCluster, tag: str) -> tuple[str, object]:
+def submit_waiting_job(slurm: SlurmCluster, tag: str, *sbatch: str) -> tuple[str, object]:
     """An sbatch job that records its SYMPHONY_JOB_ID and runs until the test lets it end."""
     flag = slurm.tmp / f"{tag}.done"
     out = slurm.tmp / f"{tag}.out"
@@ -73,7 +75,9 @@ def submit_waiting_job(slurm: SlurmCluster, tag: str) -> tuple[str, object]:
         f'echo "SYMPHONY_JOB_ID=${{SYMPHONY_JOB_ID:-none}}" > {out}.tmp && mv {out}.tmp {out}\n'
         f"while [ ! -e {flag} ]; do sleep 0.1; done\n"
     )
-    slurm_id = slurm.run("sbatch", "--parsable", "-o", "/dev/null", str(script)).stdout.strip()
+    slurm_id = slurm.run(
+        "sbatch", "--parsable", "-o", "/dev/null", *sbatch, str(script)
+    ).stdout.strip()
     seen = wait_for(f"job {slurm_id} running", lambda: (out.exists() and out.read_text()) or None)
     return slurm_id, (seen.strip(), flag)
 
@@ -100,6 +104,18 @@ def test_sbatch_job_gets_a_job_id_while_it_runs(cluster):
     # until the switch confirms; the Job_ID is not reused before that).
     assert job.state in ("releasing", "released")
     print(f"sbatch job {slurm_id}: Job_ID {job.job_id} {job.state} after it ended")
+
+
+def test_job_parameters_from_the_config_and_the_job_comment(cluster):
+    slurm, ctl, _ = cluster
+    slurm_id, (_seen, flag) = submit_waiting_job(slurm, "p", "--comment", "symphony: gate_depth=8")
+    with Client(ctl.api) as c:
+        job = c.get(f"slurm-{slurm_id}").job
+    # k from slurm.toml's [params], gate_depth from the job's comment, both the job's own
+    assert params_from_pb(job.params) == {"k": 0.001, "gate_depth": 8}
+    assert job.effective.gate_depth == 8
+    finish(slurm, slurm_id, flag)
+    print(f"sbatch --comment job {slurm_id}: params {params_from_pb(job.params)}")
 
 
 def test_srun_job_sees_its_job_id_and_loses_it_after(cluster):
