@@ -47,6 +47,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--offsets", default="0,0.25,0.5,0.75", help="A's start delay, in units of B's alone time"
     )
     p.add_argument("--ks", default="0.001,0.01,0.1", help="Symphony variants (k values)")
+    p.add_argument(
+        "--gates",
+        default="8/0.001",
+        help="gated Symphony variants of both experiments, GATE/K each (docs/policy-study.md)",
+    )
     p.add_argument("--ring-ks", default="0.001,0.01", help="Symphony variants of experiment 2")
     p.add_argument("--ring-line-pps", type=float, default=2500.0)
     p.add_argument("--chunk", type=int, default=1200, help="experiment 2 chunk, packets per step")
@@ -78,12 +83,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.smoke:
         args.reps, args.flow_packets, args.chunk = 1, 2000, 300
-        args.offsets, args.ks, args.ring_ks = "0.5", "0.01", "0.01"
+        args.offsets, args.ks, args.ring_ks, args.gates = "0.5", "0.01", "0.01", ""
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     if args.report:
         return finish(out, json.loads((out / "meta.json").read_text()))
     ks = [float(k) for k in args.ks.split(",") if k]
+    gates = ex.parse_gates(args.gates)
     offsets = [float(o) for o in args.offsets.split(",") if o]
     pair_setup = ex.Setup(line_pps=args.line_pps)
     ring_setup = ex.Setup(line_pps=args.ring_line_pps)
@@ -92,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
         "machine": f"{platform.machine()}, {platform.node()}",
         "seeds": list(range(args.reps)),
+        "gates": gates,
         "pair": {
             "line_pps": args.line_pps,
             "time_scale": pair_setup.scaled().scale,
@@ -114,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
             alone = []
             pair_rows = []
             traces = {}
-            todo = [(v, o, s) for s in range(args.reps) for o in offsets for v in ex.variants(ks)]
+            pair_variants = ex.variants(ks, gates)
+            todo = [(v, o, s) for s in range(args.reps) for o in offsets for v in pair_variants]
             for s in tqdm(range(args.reps), desc="exp 1 alone", file=sys.stderr):
                 alone.append(
                     ex.run_alone(
@@ -147,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             todo_r = [
                 (v, s)
                 for s in range(args.reps)
-                for v in ex.variants([float(k) for k in args.ring_ks.split(",") if k])
+                for v in ex.variants([float(k) for k in args.ring_ks.split(",") if k], gates)
             ]
             for v, s in tqdm(todo_r, desc="exp 2 ring", file=sys.stderr):
                 res = ex.run_ring(

@@ -5,7 +5,9 @@ releases the job, so runs are independent and every run starts from the contract
 
 Variants: "baseline" is the same program with Symphony switched off through the controller
 (the job's k = 0: its state is still tracked, no packet gets a Symphony mark; queue marking
-stays on); "k=..." is Symphony with that k.
+stays on); "k=..." is Symphony with that k (the paper's policy); "gateG-kK" is Symphony with
+k = K behind the backlog gate G (JobParams.gate_depth: a mark leaves only from an egress queue
+at least G packets deep; docs/policy-study.md).
 """
 
 from __future__ import annotations
@@ -26,13 +28,30 @@ T_WIN_REAL_US = 100.0  # the paper's T_win
 class Variant:
     name: str
     k: float  # 0 = Symphony off (baseline)
+    gate_depth: int = 0  # 0 = the paper's policy
 
 
 BASELINE = Variant("baseline", 0.0)
 
 
-def variants(ks: list[float]) -> list[Variant]:
-    return [BASELINE, *(Variant(f"k={k:g}", k) for k in ks)]
+def variants(ks: list[float], gates: list[tuple[int, float]] = ()) -> list[Variant]:
+    """The baseline, the paper's policy at each k, and each (gate, k) of `gates`."""
+    return [
+        BASELINE,
+        *(Variant(f"k={k:g}", k) for k in ks),
+        *(Variant(f"gate{g}-k{k:g}", k, g) for g, k in gates),
+    ]
+
+
+def parse_gates(text: str) -> list[tuple[int, float]]:
+    """``"8/0.001,4/0.01"`` -> [(8, 0.001), (4, 0.01)]: gate variants as the CLI names them."""
+    out = []
+    for item in filter(None, text.split(",")):
+        g, slash, k = item.partition("/")
+        if not slash:
+            raise ValueError(f"gate variant {item!r}: expected GATE/K, e.g. 8/0.001")
+        out.append((int(g), float(k)))
+    return out
 
 
 @dataclass(frozen=True)
@@ -85,7 +104,7 @@ def run_pair(
     egress queue is the bottleneck). Returns one row of measurements."""
     p = setup.scaled()
     tb.set_rates({0: setup.line_pps, 1: setup.line_pps, 2: setup.line_pps})
-    job = tb.allocate(name, k=variant.k, t_win_us=setup.t_win_us())
+    job = tb.allocate(name, k=variant.k, gate_depth=variant.gate_depth, t_win_us=setup.t_win_us())
     fab = Fabric(_hosts(tb, [0, 1, 2]), p, payload=PAYLOAD, seed=seed)
     try:
         fab.open()
@@ -112,6 +131,7 @@ def run_pair(
     row = {
         "variant": variant.name,
         "k": variant.k,
+        "gate_depth": variant.gate_depth,
         "offset_s": offset,
         "seed": seed,
         "job_id": job,
@@ -202,7 +222,7 @@ def run_ring(
     rates = {i: setup.line_pps for i in range(nodes)}
     rates[slow_port] = setup.line_pps / slowdown
     tb.set_rates(rates)
-    job = tb.allocate(name, k=variant.k, t_win_us=setup.t_win_us())
+    job = tb.allocate(name, k=variant.k, gate_depth=variant.gate_depth, t_win_us=setup.t_win_us())
     rng = random.Random(seed)
     fab = Fabric(_hosts(tb, list(range(nodes))), p, payload=PAYLOAD, seed=seed)
     steps = 2 * (nodes - 1)
@@ -259,6 +279,7 @@ def run_ring(
     row = {
         "variant": variant.name,
         "k": variant.k,
+        "gate_depth": variant.gate_depth,
         "seed": seed,
         "complete": complete,
         "cct_s": cct,
