@@ -10,6 +10,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -18,7 +19,8 @@ from evaluation.fabric.collectives import packets_per_npu
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.dcqcn import HPCC_RUN_DCQCN
 from evaluation.fabric.scenarios import SCENARIOS, scenario_runs
-from evaluation.fabric.sim import FabricResult, simulate
+from evaluation.fabric.sim import FabricResult, simulate, symphony_units
+from evaluation.fabric.topology import CustomFlows, build_fabric
 from symphony.model.params import JobParams
 
 SMALL = FabricConfig(hosts=16)
@@ -126,6 +128,39 @@ def test_the_backlog_gate_holds_marks_back_from_short_queues() -> None:
         marks[gate] = res.stats["symphony_marks"]
     assert marks[0] > marks[8] > 0
     assert marks[(1 << 16) - 1] == 0
+
+
+def test_symphony_state_units_and_tor_only_deployment() -> None:
+    """FabricConfig.symphony_state / symphony_at as the kernel's units: one per switch (the
+    paper's), one per egress port, or none at spine ports when only the ToRs run Symphony."""
+    fab = build_fabric(SMALL)
+    sw = fab.port_switch
+    unit, n = symphony_units(SMALL, fab)
+    assert n == fab.n_switches and (unit == sw).all()
+    unit, n = symphony_units(replace(SMALL, symphony_state="port"), fab)
+    ports = np.flatnonzero(sw >= 0)
+    assert n == fab.n_ports and (unit[ports] == ports).all() and (unit[sw < 0] == -1).all()
+    unit, _ = symphony_units(replace(SMALL, symphony_at="tor"), fab)
+    tors = set(fab.tor_of.tolist())
+    assert all((unit[p] >= 0) == (int(sw[p]) in tors) for p in ports)
+    assert tors and any(int(sw[p]) not in tors for p in ports)  # spines are left out
+
+
+def test_per_port_state_compares_only_flows_sharing_a_link() -> None:
+    """Two flows of one job inside one ToR, step 0 and step 1, to different hosts: at the
+    switch's state the step-1 flow runs ahead and is marked; with a state per egress port the
+    two never meet, so nothing is marked; at ToRs only it is the ToR's own state again."""
+    spec = CustomFlows([(0, 2, 0, 400, 0), (1, 3, 0, 400, 0)], steps=[0, 1])
+    cfg = replace(SMALL, mode="symphony", symphony=JobParams(k=1.0, n_warmup=4, n_sample=4))
+    marks = {
+        (state, at): simulate(replace(cfg, symphony_state=state, symphony_at=at), 0, spec).stats[
+            "symphony_marks"
+        ]
+        for state, at in (("switch", "all"), ("port", "all"), ("switch", "tor"))
+    }
+    assert marks["switch", "all"] > 0
+    assert marks["port", "all"] == 0
+    assert marks["switch", "tor"] == marks["switch", "all"]
 
 
 def test_deterministic_per_seed() -> None:

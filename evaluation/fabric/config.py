@@ -18,6 +18,8 @@ Phases = Literal["localBWAware", "baseline"]  # Astra-Sim's `collective-optimiza
 StepIndex = Literal["collective", "sport"]  # what a flow carries as Symphony's step
 Ecmp = Literal["salted", "ns3"]
 FabricKind = Literal["2tier", "nonblocking", "multipod"]
+SymphonyState = Literal["switch", "port"]
+SymphonyAt = Literal["all", "tor"]
 MiB = 1 << 20
 POD_HOSTS = 128  # the paper: "clusters of up to 128 nodes reside within a single spine group"
 RED = QueueParams()  # the paper's K_min/K_max/P_max (model/params.py), in 1 KB packets (HPCC's)
@@ -99,6 +101,12 @@ class FabricConfig:
     background: Background = Background()
     mode: Mode = "baseline"
     symphony: JobParams = field(default_factory=JobParams)  # used in mode "symphony"
+    # Where Symphony keeps a job's state and where it runs (candidates of docs/policy-study.md):
+    # "switch", one state per job per switch (the paper's), or "port", one per job per egress
+    # port, so a flow is compared only with the flows leaving by its link; "all" switches run
+    # Symphony, or only the ToRs ("tor", the paper's sec. 6 partial deployment).
+    symphony_state: SymphonyState = "switch"
+    symphony_at: SymphonyAt = "all"
     late_start_us: float = 0.0  # Symphony marks only after this time (the paper's late start)
     dcqcn: Dcqcn | str = DEFAULT_PROFILE  # a profile of dcqcn.PROFILES by name, or one
     rto_us: float = 1000.0  # ours: HPCC has no retransmission timer (NACKs only)
@@ -203,6 +211,8 @@ class FabricConfig:
             "static",
         ):
             raise ValueError(f"mode/routing: {self.mode!r}/{self.routing!r}")
+        if self.symphony_state not in ("switch", "port") or self.symphony_at not in ("all", "tor"):
+            raise ValueError(f"symphony_state/at: {self.symphony_state!r}/{self.symphony_at!r}")
         if self.cc.ack_queue not in ("data", "control"):
             raise ValueError(f"ack_queue: {self.cc.ack_queue!r}")
         if self.hosts % self.n_tors or (self.pods and self.fabric != "multipod"):

@@ -220,7 +220,7 @@ def run(
     succ_ptr, succ_idx = flows.succ_ptr, flows.succ_idx
     f_rpath, f_rplen, f_start = flows.rpath, flows.rplen, flows.start
     f_win, f_ce_psn, n_jobs = flows.win, flows.ce_psn, flows.n_jobs
-    prm, late_start_ps = sym.prm, sym.late_start_ps
+    prm, late_start_ps, sym_unit = sym.prm, sym.late_start_ps, sym.unit
     log_tab, alpha_tab, thr_tab = sym.log_tab, sym.alpha_tab, sym.thr_tab
     line_gbps, mtu, g = nic.line_gbps, nic.mtu, nic.g
     t_alpha, t_dec, t_inc = nic.t_alpha, nic.t_dec, nic.t_inc
@@ -439,8 +439,8 @@ def run(
                 prio = f_cls[f]
                 size = mtu
                 stats[S_HOPS] += 1
-                if mode == MODE_SYMPHONY:
-                    sw = port_switch[portu]
+                if mode == MODE_SYMPHONY and sym_unit[portu] >= 0:
+                    sw = sym_unit[portu]  # the state unit: this switch, or this egress port
                     idx = pk_idx[pku]
                     npk = f_npk[f]
                     if npk == 1:

@@ -56,6 +56,9 @@ class Flows(NamedTuple):
 
 class Symphony(NamedTuple):
     prm: np.ndarray  # [job, sk.P_FIELDS] the switches' per-job parameters
+    # [port] the state unit (a row of Outputs.js and State.flows_tab) of the packets leaving by
+    # this egress port: its switch, or the port itself; -1 where Symphony does not run
+    unit: np.ndarray
     late_start_ps: int  # marks only from this time on
     log_tab: np.ndarray  # the golden model's tables (symphony_kernel.golden_tables)
     alpha_tab: np.ndarray
@@ -108,5 +111,5 @@ class Outputs(NamedTuple):
     rx_series: np.ndarray  # [job, sample] packets delivered in the interval
     job_maxov: np.ndarray
     stats: np.ndarray  # kernel.S_* counters
-    js: np.ndarray  # [switch, job, sk.JS_FIELDS] Symphony's per-job registers
+    js: np.ndarray  # [unit, job, sk.JS_FIELDS] Symphony's per-job registers (Symphony.unit)
     cc_trace: np.ndarray  # tests: [row, 8] the senders' DCQCN events (0 rows: off)

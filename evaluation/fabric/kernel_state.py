@@ -16,7 +16,7 @@ I64 = np.int64
 
 
 class State(NamedTuple):
-    flows_tab: np.ndarray  # [switch, Flows.slot_row] Symphony's flow_base register
+    flows_tab: np.ndarray  # [unit, Flows.slot_row] Symphony's flow_base register
     # event heap: times (INF past the end, where kernel._pop looks ahead up to 2n + 4) and
     # payloads
     ht: np.ndarray
@@ -95,7 +95,10 @@ def register_rows(slot: np.ndarray) -> np.ndarray:
     return np.unique(slot, return_inverse=True)[1].astype(I64).reshape(slot.shape)
 
 
-def new_state(topo: Topology, flows: Flows, nic: Nic, bg: Background, lim: Limits) -> State:
+def new_state(
+    topo: Topology, flows: Flows, nic: Nic, bg: Background, lim: Limits, n_units: int
+) -> State:
+    """Fresh working arrays; `n_units`: Symphony's state units (Outputs.js rows)."""
     nf = flows.src.shape[0]
     n_ports = topo.port_ser.shape[0]
     n_hosts = topo.n_hosts
@@ -112,7 +115,7 @@ def new_state(topo: Topology, flows: Flows, nic: Nic, bg: Background, lim: Limit
         return np.full(shape, value, dtype=I64)
 
     return State(
-        flows_tab=zeros(topo.n_switches, int(flows.slot_row.max(initial=0)) + 1),
+        flows_tab=zeros(n_units, int(flows.slot_row.max(initial=0)) + 1),
         ht=full(INF, 2 * heap_cap + 8),
         hd=zeros(heap_cap + 1),
         pk_flow=zeros(pool),

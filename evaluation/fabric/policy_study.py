@@ -21,23 +21,52 @@ import csv
 import random
 import statistics
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
-from evaluation.fabric.config import Background, FabricConfig
+from evaluation.fabric.config import Background, FabricConfig, SymphonyAt, SymphonyState
 from evaluation.fabric.rows import FIELDS
 from evaluation.fabric.scenarios import CHUNKS, IMBALANCES, K_SWEEP, KB, Run, base_config
 from evaluation.fabric.sweep import RunStore, run_sweep
 from symphony.model.params import JobParams
 
+
+@dataclass(frozen=True)
+class Policy:
+    """A marking policy: the per-job parameters (k, the backlog gate, ...) and where Symphony
+    keeps its state and runs (FabricConfig.symphony_state, symphony_at)."""
+
+    params: JobParams = field(default_factory=JobParams)
+    state: SymphonyState = "switch"
+    at: SymphonyAt = "all"
+
+    def apply(self, cfg: FabricConfig) -> FabricConfig:
+        return replace(
+            cfg, mode="symphony", symphony=self.params, symphony_state=self.state,
+            symphony_at=self.at,
+        )  # fmt: skip
+
+    def with_k(self, k: float) -> Policy:
+        return replace(self, params=replace(self.params, k=k))
+
+
+GATED = JobParams(k=0.001, gate_depth=8)
 # The policies of the table. "paper" is the paper's algorithm at its k; the candidate was chosen
 # on the choosing seeds 0-9 (docs/policy-study.md, "The same sweep on all ten choosing seeds")
 # before any held-out run.
-POLICIES: dict[str, JobParams] = {
-    "paper": JobParams(),
-    "gate8-k0.001": JobParams(k=0.001, gate_depth=8),
-}
+POLICIES: dict[str, Policy] = {"paper": Policy(), "gate8-k0.001": Policy(GATED)}
 CANDIDATE = "gate8-k0.001"
+# --policies choose: the other candidates of the issue, alone and with the gate, for the
+# choosing seeds only
+CHOOSE: dict[str, Policy] = {
+    **POLICIES,
+    "port": Policy(state="port"),
+    "port-k0.001": Policy(JobParams(k=0.001), state="port"),
+    "port-gate8-k0.001": Policy(GATED, state="port"),
+    "tor": Policy(at="tor"),
+    "tor-gate8-k0.001": Policy(GATED, at="tor"),
+}
 PASSES = (1, 2)
 # Random arrivals (the paper's Fig. 7c, reduced to what our ring workload can express): four
 # one-ring jobs of 8 nodes on 32, each starting at a seeded uniform time in the first half of
@@ -59,7 +88,7 @@ def _variants(
     seeds: range,
     pq: bool = True,
     baseline: bool = True,
-    policies: dict[str, JobParams] = POLICIES,
+    policies: dict[str, Policy] = POLICIES,
     per_seed: Callable[[FabricConfig, int], FabricConfig] | None = None,
 ) -> list[Run]:
     modes: list[tuple[str, FabricConfig]] = []
@@ -67,7 +96,7 @@ def _variants(
         modes.append(("baseline", replace(cfg, mode="baseline")))
     if pq:
         modes.append(("pq", replace(cfg, mode="pq")))
-    modes += [(n, replace(cfg, mode="symphony", symphony=p)) for n, p in policies.items()]
+    modes += [(n, p.apply(cfg)) for n, p in policies.items()]
     return [
         Run(scenario, name, param, per_seed(c, s) if per_seed else c, s)
         for name, c in modes
@@ -75,37 +104,43 @@ def _variants(
     ]
 
 
-def study_runs(seeds: range, sweep_seeds: range, seeds_128: range) -> dict[str, list[Run]]:
+def study_runs(
+    seeds: range, sweep_seeds: range, seeds_128: range, policies: dict[str, Policy] = POLICIES
+) -> dict[str, list[Run]]:
     """Every cell's runs, by scenario (the table's rows are (scenario, param))."""
+
+    def cells(scenario: str, param: str, cfg: FabricConfig, seeds: range, **kw: Any) -> list[Run]:
+        return _variants(scenario, param, cfg, seeds, policies=policies, **kw)
+
     rings = base_config(False, topology="rings", splits=1)
     static = replace(rings, routing="static")
     out: dict[str, list[Run]] = {
-        "lockstep": _variants("lockstep", "", replace(static, start_jitter_ns=0), seeds, pq=False),
+        "lockstep": cells("lockstep", "", replace(static, start_jitter_ns=0), seeds, pq=False),
         "rings": [
             r
             for p in PASSES
-            for r in _variants("rings", f"{p} pass", replace(rings, passes=p), sweep_seeds)
+            for r in cells("rings", f"{p} pass", replace(rings, passes=p), sweep_seeds)
         ],
-        "table1": _variants("table1", "", base_config(False), seeds),
+        "table1": cells("table1", "", base_config(False), seeds),
         "imbalance": [
             r
             for x in IMBALANCES
-            for r in _variants("imbalance", f"{x:g}x", replace(static, imbalance=x), sweep_seeds)
+            for r in cells("imbalance", f"{x:g}x", replace(static, imbalance=x), sweep_seeds)
         ],
-        "transient-bg": _variants(
+        "transient-bg": cells(
             "transient-bg", "", replace(static, background=Background(bursts=4)), seeds
         ),
-        "two-jobs": _variants(
+        "two-jobs": cells(
             "two-jobs",
             "",
             replace(rings, jobs=2, job_start_us=(0.0, 0.25 * rings.lockstep_bound_us())),
             seeds,
         ),
-        "random-arrivals": _variants("random-arrivals", "", rings, seeds, per_seed=_arrivals),
+        "random-arrivals": cells("random-arrivals", "", rings, seeds, per_seed=_arrivals),
         "chunk": [
             r
             for c in CHUNKS
-            for r in _variants("chunk", f"{c // KB}KB", replace(rings, chunk_bytes=c), sweep_seeds)
+            for r in cells("chunk", f"{c // KB}KB", replace(rings, chunk_bytes=c), sweep_seeds)
         ],
         # k swept under each policy's other parameters (the candidate keeps its gate), against
         # one baseline
@@ -120,21 +155,21 @@ def study_runs(seeds: range, sweep_seeds: range, seeds_128: range) -> dict[str, 
                 sweep_seeds,
                 pq=False,
                 baseline=False,
-                policies={n: replace(p, k=k) for n, p in POLICIES.items()},
+                policies={n: p.with_k(k) for n, p in policies.items()},
             )
         ],
-        "table1-128": _variants("table1-128", "", base_config(False, hosts=128), seeds_128),
+        "table1-128": cells("table1-128", "", base_config(False, hosts=128), seeds_128),
     }
     return out
 
 
-def table(rows: list[dict[str, str]]) -> str:
+def table(rows: list[dict[str, str]], names: list[str] | None = None) -> str:
     """policy x scenario: median CCT vs the baseline's, with PQ and the bound beside."""
     groups: dict[tuple[str, str, str], list[dict[str, str]]] = {}
     for r in rows:
         groups.setdefault((r["scenario"], r["param"], r["variant"]), []).append(r)
     cells = sorted({(s, p) for s, p, _ in groups}, key=lambda sp: _order(*sp))
-    names = list(POLICIES)
+    names = names or list(POLICIES)
     head = (
         "| scenario | param | seeds | baseline (ms) | PQ | "
         + " | ".join(names)
@@ -193,6 +228,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sweep-seeds", type=int, help="seeds per sweep point (default seeds/2)")
     ap.add_argument("--seeds-128", type=int, default=0, help="seeds of table1-128 (slow)")
     ap.add_argument("--only", action="append", choices=ORDER, help="run only these scenarios")
+    ap.add_argument(
+        "--policies",
+        choices=("report", "choose"),
+        default="report",
+        help="report: the paper's and the candidate (POLICIES); choose: every candidate (CHOOSE)",
+    )
     ap.add_argument("--variant", action="append", help="run only these variants (e.g. baseline)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--cluster", metavar="ADDR", help="a Dask scheduler (see __main__)")
@@ -203,7 +244,8 @@ def main(argv: list[str] | None = None) -> None:
     seeds = range(first, first + args.seeds)
     sweep = range(first, first + (args.sweep_seeds or max(1, args.seeds // 2)))
     big = range(first, first + (args.seeds_128 or args.seeds))
-    by_scenario = study_runs(seeds, sweep, big)
+    policies = CHOOSE if args.policies == "choose" else POLICIES
+    by_scenario = study_runs(seeds, sweep, big, policies)
     wanted = args.only or [s for s in ORDER if s != "table1-128" or args.seeds_128]
     runs = [
         r for s in wanted for r in by_scenario[s] if not args.variant or r.variant in args.variant
@@ -225,14 +267,14 @@ def main(argv: list[str] | None = None) -> None:
         w.writerows(rows)
     seeds_text = f"seeds {seeds.start}-{seeds.stop - 1} (sweeps {sweep.start}-{sweep.stop - 1})"
     text = f"Median CCT vs the DCQCN baseline, {seeds_text}\n\n" + table(
-        [{k: str(v) for k, v in r.items()} for r in rows]
+        [{k: str(v) for k, v in r.items()} for r in rows], list(policies)
     )
     (args.out / "table.md").write_text(text)
     print(text)
     if not args.no_plots:
         from evaluation.fabric.plots import plot_policies
 
-        for p in plot_policies(args.out, list(POLICIES), {r.key: r for r in results}, runs):
+        for p in plot_policies(args.out, list(policies), {r.key: r for r in results}, runs):
             print("wrote", p)
 
 

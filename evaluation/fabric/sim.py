@@ -134,6 +134,19 @@ def flow_windows(cfg: FabricConfig, f_plen: np.ndarray) -> np.ndarray:
 KernelCall = Callable[[int, int, Topology, Flows, Symphony, Nic, Background, Limits, Outputs], int]
 
 
+def symphony_units(cfg: FabricConfig, fab: Fabric) -> tuple[np.ndarray, int]:
+    """Symphony.unit for this config, and the number of units (FabricConfig.symphony_state,
+    symphony_at)."""
+    sw = fab.port_switch
+    if cfg.symphony_state == "port":
+        unit, n = np.where(sw >= 0, np.arange(fab.n_ports), -1), fab.n_ports
+    else:
+        unit, n = sw.copy(), fab.n_switches
+    if cfg.symphony_at == "tor":
+        unit[~np.isin(sw, np.unique(fab.tor_of))] = -1
+    return unit.astype(np.int64), n
+
+
 def run_kernel(
     seed: int,
     mode: int,
@@ -146,7 +159,7 @@ def run_kernel(
     out: Outputs,
 ) -> int:
     """Today's event kernel on fresh working arrays."""
-    state = new_state(topo, flows, nic, bg, lim)
+    state = new_state(topo, flows, nic, bg, lim, out.js.shape[0])
     return kn.run(seed, mode, topo, flows, sym, nic, bg, lim, out, state)
 
 
@@ -175,7 +188,8 @@ def simulate(
     params = cfg.symphony if cfg.mode == "symphony" else cfg.symphony.merged({"k": 0.0})
     for j in range(1, wl.n_jobs + 1):
         prm[j] = sk.action_row(params.to_action_params(TICK_NS))
-    js = np.zeros((fab.n_switches, wl.n_jobs + 1, sk.JS_FIELDS), dtype=np.int64)
+    unit, n_units = symphony_units(cfg, fab)
+    js = np.zeros((n_units, wl.n_jobs + 1, sk.JS_FIELDS), dtype=np.int64)
     js[:, :, sk.JS_ALPHA] = 1
 
     bound = cfg.lockstep_bound_us()
@@ -243,6 +257,7 @@ def simulate(
     )
     sym = Symphony(
         prm=prm,
+        unit=unit,
         late_start_ps=round(cfg.late_start_us * PS),
         log_tab=log_tab,
         alpha_tab=alpha_tab,
