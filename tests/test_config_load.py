@@ -84,7 +84,8 @@ def test_example_config_loads(tmp_path):
     assert s1.ports[0].marking == QueueParams(50, 100, 0.2)
     assert cfg.database == tmp_path / "examples/../run/symphony.db"
     assert cfg.api.is_loopback
-    assert cfg.defaults == {"k": 0.01, "tau": 0.25, "t_win_us": 100.0}
+    # [defaults] over the shipped policy
+    assert cfg.defaults == {"k": 0.001, "gate_depth": 8, "tau": 0.25, "t_win_us": 100.0}
 
 
 def sw(raw):

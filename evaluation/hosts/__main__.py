@@ -56,6 +56,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--ring-line-pps", type=float, default=2500.0)
     p.add_argument("--chunk", type=int, default=1200, help="experiment 2 chunk, packets per step")
     p.add_argument("--slowdown", type=float, default=1.5, help="experiment 2 slow hop factor")
+    p.add_argument(
+        "--queue-depth",
+        type=int,
+        default=1000,
+        help="each egress queue's capacity in packets (flows past DCQCN's byte counter need more)",
+    )
     p.add_argument("--smoke", action="store_true", help="one short run of each experiment")
     p.add_argument("--only", choices=("pair", "ring"), default=None)
     p.add_argument(
@@ -98,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
         "machine": f"{platform.machine()}, {platform.node()}",
         "seeds": list(range(args.reps)),
+        "queue_depth": args.queue_depth,
         "gates": gates,
         "pair": {
             "line_pps": args.line_pps,
@@ -115,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         "dcqcn": pair_setup.dcqcn.__dict__,
     }
     t_start = time.perf_counter()
-    with Testbed(out / "run") as tb:
+    with Testbed(out / "run", queue_depth=args.queue_depth) as tb:
         if args.only in (None, "pair"):
             t_alone = args.flow_packets / args.line_pps
             alone = []

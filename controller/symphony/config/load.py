@@ -28,7 +28,13 @@ from symphony.config.schema import (
     SwitchConfig,
 )
 from symphony.config.security import api_config, check_metrics_listen
-from symphony.model.params import PARAM_NAMES, ParamError, QueueParams, check_overrides
+from symphony.model.params import (
+    PARAM_NAMES,
+    SHIPPED_POLICY,
+    ParamError,
+    QueueParams,
+    check_overrides,
+)
 from symphony.sizes import PORT_MAX, QUEUE_DEPTH_LIMIT, TARGETS
 
 
@@ -69,7 +75,8 @@ def parse(raw: Mapping[str, Any], base_dir: Path = Path(".")) -> Config:
     qm_defaults = _queue_marking(r.table("queue_marking"), DEFAULT_QUEUE_MARKING)
     pipelines = _pipelines(r.table("pipelines"))
     switches = _switches(r, qm_defaults, pipelines)
-    defaults = _defaults(r.table("defaults"))
+    # [defaults] over the shipped policy (model.params.SHIPPED_POLICY)
+    defaults = {**SHIPPED_POLICY, **_defaults(r.table("defaults"))}
     api = api_config(r.table("api"))
     store = _store(store_t, api)
     metrics = r.table("metrics")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from symphony.config.addresses import is_loopback_host, split_host_port
-from symphony.model.params import QueueParams
+from symphony.model.params import SHIPPED_POLICY, QueueParams
 
 # The paper's RED/DCQCN marking (its section 4.7), declared once in model/params.py: K_min and
 # K_max in the target's depth unit (packets on bmv2), P_max.
@@ -109,7 +109,8 @@ class Config:
     database: Path | None
     switches: tuple[SwitchConfig, ...]
     pipelines: Mapping[str, PipelineConfig]
-    defaults: Mapping[str, Any] = field(default_factory=dict)
+    # per-job parameters under every job's own: [defaults] over model.params.SHIPPED_POLICY
+    defaults: Mapping[str, Any] = field(default_factory=lambda: dict(SHIPPED_POLICY))
     api: ApiConfig = field(default_factory=ApiConfig)
     metrics_listen: str = "127.0.0.1:9464"
     # Full read-back-and-fix of every switch, on top of the one after each (re)connection.
