@@ -15,12 +15,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from evaluation.fabric import symphony_kernel as sk
 from evaluation.fabric.collectives import packets_per_npu
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.dcqcn import HPCC_RUN_DCQCN
 from evaluation.fabric.scenarios import SCENARIOS, scenario_runs
 from evaluation.fabric.sim import FabricResult, simulate, symphony_units
 from evaluation.fabric.topology import CustomFlows, build_fabric
+from symphony.model import pipeline
 from symphony.model.params import JobParams
 
 SMALL = FabricConfig(hosts=16)
@@ -128,6 +130,14 @@ def test_the_backlog_gate_holds_marks_back_from_short_queues() -> None:
         marks[gate] = res.stats["symphony_marks"]
     assert marks[0] > marks[8] > 0
     assert marks[(1 << 16) - 1] == 0
+
+
+def test_the_kernels_gate_is_the_golden_models() -> None:
+    for mark in (False, True):
+        for depth in (0, 1, 7, 8, 9, 65535, 70000):
+            for gate in (0, 1, 8, 65535):
+                want = pipeline.symphony_ce(mark, depth, gate)
+                assert sk.symphony_ce(mark, depth, gate) == want, (mark, depth, gate)
 
 
 def test_symphony_state_units_and_tor_only_deployment() -> None:

@@ -22,6 +22,11 @@ def test_every_policy_run_has_its_baseline_on_the_same_seeds():
                     assert r.cfg == want.apply(r.cfg)
 
 
+def test_the_candidate_is_the_same_policy_in_every_set():
+    assert ps.GATES[ps.CANDIDATE] == ps.CHOOSE[ps.CANDIDATE] == ps.POLICIES[ps.CANDIDATE]
+    assert ps.GATES["gate0-k0.01"] == ps.POLICIES["paper"]  # the paper's policy
+
+
 def test_random_arrivals_are_seeded_and_within_the_first_half():
     cfg = ps.base_config(False, topology="rings", splits=1)
     a, b = ps._arrivals(cfg, 100), ps._arrivals(cfg, 101)

@@ -64,7 +64,8 @@ def test_job_params_from_the_config_and_the_job_comment(tmp_path, capsys):
     assert slurm.comment_params("symphony: psn_mode=absolute") == {"psn_mode": "absolute"}
     for bad, why in (
         ("symphony: gate=3", "gate: unknown parameter"),
-        ("symphony: gate_depth", "expected name=value"),
+        ("symphony: gate_depth", "expected NAME=VALUE"),
+        ("symphony: k=fast", "k: 'fast' is not a number"),
         ("symphony: gate_depth=70000", "gate_depth"),
         ("symphony: n_warmup=1.5", "n_warmup"),
     ):

@@ -27,19 +27,14 @@ from google.protobuf import json_format
 
 from symphony.api import symphony_pb2 as pb
 from symphony.client import ApiError, Client, Credentials, Retry
-from symphony.model.params import PARAM_KINDS
+from symphony.model.params import ParamError, parse_assignment
 
 
 def parse_param(text: str) -> tuple[str, Any]:
-    name, sep, raw = text.partition("=")
-    if not sep:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=VALUE")
-    if name not in PARAM_KINDS:
-        raise argparse.ArgumentTypeError(f"{name!r}: unknown parameter ({', '.join(PARAM_KINDS)})")
     try:
-        return name, PARAM_KINDS[name](raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{name}: {raw!r} is not a number") from None
+        return parse_assignment(text)
+    except ParamError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -38,7 +38,7 @@ from pathlib import Path
 from symphony.client import ApiError, Client, Credentials, Retry
 from symphony.config.reader import TableReader, read_toml
 from symphony.config.schema import ConfigError
-from symphony.model.params import PARAM_NAMES, ParamError, check_overrides
+from symphony.model.params import PARAM_NAMES, ParamError, check_overrides, parse_assignment
 
 DEFAULT_CONFIG = "/etc/symphony/slurm.toml"
 # A prolog delays its job's start, so it tries briefly; pending releases wait for the next run.
@@ -115,25 +115,8 @@ def comment_params(comment: str) -> dict[str, float | int | str]:
     _, tag, rest = comment.partition(COMMENT_TAG)
     if not tag:
         return {}
-    out: dict[str, float | int | str] = {}
-    for word in rest.replace(",", " ").split():
-        name, eq, text = word.partition("=")
-        if not eq or not name or not text:
-            raise ValueError(f"{word!r}: expected name=value")
-        out[name] = _number(text)
-    try:
-        return check_overrides(out)
-    except ParamError as exc:
-        raise ValueError(f"{exc.field}: {exc.reason}") from None
-
-
-def _number(text: str) -> float | int | str:
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
+    # a ParamError (a ValueError) names the word or the field at fault
+    return check_overrides(dict(parse_assignment(w) for w in rest.replace(",", " ").split()))
 
 
 def job_params(cfg: SlurmConfig, env: Mapping[str, str]) -> dict[str, float | int | str]:

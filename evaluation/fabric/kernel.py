@@ -440,7 +440,7 @@ def run(
                 size = mtu
                 stats[S_HOPS] += 1
                 if mode == MODE_SYMPHONY and sym_unit[portu] >= 0:
-                    sw = sym_unit[portu]  # the state unit: this switch, or this egress port
+                    unit = sym_unit[portu]  # the state's row: this switch, or this egress port
                     idx = pk_idx[pku]
                     npk = f_npk[f]
                     if npk == 1:
@@ -457,7 +457,7 @@ def run(
                         js,
                         flows_tab,
                         prm,
-                        sw,
+                        unit,
                         j,
                         f_row[f],  # the flow's slot as a row of the dense flows_tab
                         f_sig[f],
@@ -472,13 +472,14 @@ def run(
                     if thr > 0 and now >= late_start_ps:
                         coin = np.random.randint(0, sk.COIN_RANGE) if thr < sk.COIN_RANGE else 0
                         if sk.decide(thr, coin):
-                            js[sw, j, sk.JS_MARKS] += 1  # decisions, as the switch counts them
-                            # the backlog gate (model.pipeline.symphony_ce) on the depth this
-                            # packet joins, in MTUs of its class
-                            if q_bytes[portu, prio] // mtu >= prm[j, sk.P_SYM_GATE]:
+                            js[unit, j, sk.JS_MARKS] += 1  # decisions, as the switch counts them
+                            # the backlog gate on the depth this packet joins, in MTUs of its
+                            # class
+                            depth = q_bytes[portu, prio] // mtu
+                            if sk.symphony_ce(True, depth, prm[j, sk.P_SYM_GATE]):
                                 stats[S_SYM_MARKS] += 1
                                 pk_ce[pku] = 1
-                                if not sk.step_later(s, js[sw, j, sk.JS_STEP_MIN]):
+                                if not sk.step_later(s, js[unit, j, sk.JS_STEP_MIN]):
                                     stats[S_MARKS_NOT_OUTPACING] += 1
             sw = port_switch[portu]
             pk_prio[pku] = prio

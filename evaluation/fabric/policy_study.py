@@ -67,6 +67,15 @@ CHOOSE: dict[str, Policy] = {
     "tor": Policy(at="tor"),
     "tor-gate8-k0.001": Policy(GATED, at="tor"),
 }
+# --policies gates: the first sweep's grid (docs/policy-study.md, choosing seeds 0-9), each gate
+# at the paper's k and k swept at gates 0 and 8
+GATES: dict[str, Policy] = {
+    f"gate{g}-k{k:g}": Policy(JobParams(k=k, gate_depth=g))
+    for g in (0, 2, 4, 8, 16, 32)
+    for k in (0.001, 0.01, 0.1)
+    if k == 0.01 or g in (0, 8)
+}
+POLICY_SETS = {"report": POLICIES, "choose": CHOOSE, "gates": GATES}
 PASSES = (1, 2)
 # Random arrivals (the paper's Fig. 7c, reduced to what our ring workload can express): four
 # one-ring jobs of 8 nodes on 32, each starting at a seeded uniform time in the first half of
@@ -230,9 +239,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--only", action="append", choices=ORDER, help="run only these scenarios")
     ap.add_argument(
         "--policies",
-        choices=("report", "choose"),
+        choices=sorted(POLICY_SETS),
         default="report",
-        help="report: the paper's and the candidate (POLICIES); choose: every candidate (CHOOSE)",
+        help="report: the paper's and the candidate (POLICIES); choose: every candidate "
+        "(CHOOSE); gates: the first sweep's gate x k grid (GATES)",
     )
     ap.add_argument("--variant", action="append", help="run only these variants (e.g. baseline)")
     ap.add_argument("--jobs", type=int, default=2)
@@ -244,7 +254,7 @@ def main(argv: list[str] | None = None) -> None:
     seeds = range(first, first + args.seeds)
     sweep = range(first, first + (args.sweep_seeds or max(1, args.seeds // 2)))
     big = range(first, first + (args.seeds_128 or args.seeds))
-    policies = CHOOSE if args.policies == "choose" else POLICIES
+    policies = POLICY_SETS[args.policies]
     by_scenario = study_runs(seeds, sweep, big, policies)
     wanted = args.only or [s for s in ORDER if s != "table1-128" or args.seeds_128]
     runs = [

@@ -279,6 +279,14 @@ def decide(threshold: int, coin: int) -> bool:
     return coin < threshold
 
 
+@njit(cache=True, inline="always")
+def symphony_ce(mark: bool, enq_depth: int, gate_depth: int) -> bool:
+    """`model.pipeline.symphony_ce`: the backlog gate lets a mark decision leave as CE only from
+    a queue at least `gate_depth` deep when the packet joined it (tests/test_fabric_sim.py
+    compares the two)."""
+    return mark and enq_depth >= gate_depth
+
+
 @njit(cache=True)
 def run_trace(
     js: np.ndarray,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from evaluation.hosts.dcqcn import DcqcnConfig, Scaled
@@ -34,7 +35,7 @@ class Variant:
 BASELINE = Variant("baseline", 0.0)
 
 
-def variants(ks: list[float], gates: list[tuple[int, float]] = ()) -> list[Variant]:
+def variants(ks: list[float], gates: Sequence[tuple[int, float]] = ()) -> list[Variant]:
     """The baseline, the paper's policy at each k, and each (gate, k) of `gates`."""
     return [
         BASELINE,

@@ -144,6 +144,20 @@ class ParamError(ValueError):
         self.reason = reason
 
 
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """``NAME=VALUE`` as symphonyctl and the Slurm hooks take a parameter: the value in the
+    parameter's kind (PARAM_KINDS). ParamError names what is wrong; ranges are check_overrides'."""
+    name, sep, raw = text.partition("=")
+    if not sep or not name:
+        raise ParamError(repr(text), "expected NAME=VALUE")
+    if name not in PARAM_KINDS:
+        raise ParamError(name, f"unknown parameter (known: {', '.join(PARAM_NAMES)})")
+    try:
+        return name, PARAM_KINDS[name](raw)
+    except ValueError:
+        raise ParamError(name, f"{raw!r} is not a number") from None
+
+
 # The policy new jobs get (issue 21, docs/policy-study.md): the backlog gate of 8 packets with
 # k = 0.001, chosen on the choosing seeds and measured on held-out ones. It sits under the
 # controller config's [defaults] (Config.defaults): the paper's policy is gate_depth = 0 with
