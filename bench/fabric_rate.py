@@ -91,6 +91,7 @@ class Trial:
     offered: float = 0.0  # per flow, what the senders managed (frames/s)
     sock_drops: int = 0
     veth_drops: int = 0
+    backlog_drops: int = 0
     max_late_ms: float = 0.0
     # Per switch on the paths: frames that should have entered its pipeline and did not
     # (its job packet counter, counted in ingress), i.e. lost before it.
@@ -116,6 +117,13 @@ def veth_drops() -> int:
             base = Path(f"/sys/class/net/{name}/statistics")
             total += int((base / "rx_dropped").read_text()) + int((base / "tx_dropped").read_text())
     return total
+
+
+def backlog_drops() -> int:
+    """Frames the kernel dropped machine-wide because a CPU's input backlog was full
+    (/proc/net/softnet_stat's second column): where a veth's frames are queued for the peer."""
+    with open("/proc/net/softnet_stat") as fh:
+        return sum(int(line.split()[1], 16) for line in fh)
 
 
 def sock_drops(s: socket.socket) -> int:
@@ -159,7 +167,7 @@ def run_trial(
     by_rx = {f.rx.fileno(): f for f in flows}  # one flow per receiving host in every pattern
     for f in flows:
         f.sent = f.received = 0
-    v0 = veth_drops()
+    v0, b0 = veth_drops(), backlog_drops()
     gap = 1.0 / rate
     t0 = time.perf_counter() + 0.01
     due = [t0 + i * gap / len(flows) for i in range(len(flows))]  # staggered starts
@@ -205,6 +213,7 @@ def run_trial(
     )
     t.sock_drops = sum(sock_drops(s) for s in rx_socks)
     t.veth_drops = veth_drops() - v0
+    t.backlog_drops = backlog_drops() - b0
     t.max_late_ms = late * 1e3
     c1 = counters.read()
     if c1:
@@ -326,7 +335,8 @@ def main() -> int:
                         print(
                             f"{rate:7.0f}/s {p:5} sent {t.sent:7} lost {t.lost:6} (before "
                             + ", ".join(f"{k} {v}" for k, v in t.missing.items())
-                            + f"; sockets {t.sock_drops}, veths {t.veth_drops}) offered "
+                            + f"; sockets {t.sock_drops}, veths {t.veth_drops}, "
+                            f"backlog {t.backlog_drops}) offered "
                             f"{t.offered:6.0f}/s late {t.max_late_ms:5.1f} ms "
                             f"{'ok' if t.ok else 'LOSS' if t.lost else 'SENDER BEHIND'}",
                             flush=True,
@@ -353,6 +363,7 @@ def main() -> int:
                 "lost",
                 "sock_drops",
                 "veth_drops",
+                "backlog_drops",
                 "offered_per_flow",
                 "max_late_ms",
                 "missing_before_switch",
@@ -370,6 +381,7 @@ def main() -> int:
                     t.lost,
                     t.sock_drops,
                     t.veth_drops,
+                    t.backlog_drops,
                     round(t.offered),
                     round(t.max_late_ms, 2),
                     " ".join(f"{k}={v}" for k, v in t.missing.items()),

@@ -34,7 +34,15 @@ port_up() {
   # No IPv6 on test ports: router solicitations and MLD reports would be forwarded by the
   # switch and show up as unexpected packets in the tests.
   sysctl -qw "net.ipv6.conf.$1.disable_ipv6=1" || true
-  ip link set "$1" mtu 9500 up
+  if [ "$SYMPHONY_NO_OFFLOAD" = 1 ]; then
+    # bmv2 reads its ports through libpcap, whose receive ring (2 MB) has slots of 64 KB on an
+    # interface with segmentation offloads and of MTU + 18 bytes without: 32 frames against
+    # ~219 at MTU 9500 and ~1300 at 1500, i.e. how long bmv2 may stall before its ports drop
+    # (docs/fabric.md).
+    ethtool -K "$1" tso off gso off gro off >/dev/null 2>&1 ||
+      die "cannot turn offloads off on $1 (SYMPHONY_NO_OFFLOAD=1): install ethtool"
+  fi
+  ip link set "$1" mtu "$SYMPHONY_MTU" up
 }
 
 ifaces=()

@@ -61,6 +61,10 @@ class Bmv2Env:
     # Existing interfaces as the ports (port i = interfaces[i]) instead of `ports` veth pairs
     # veth(B+2i)/veth(B+2i+1): the fabric's switches (symphony_tools/fabric.py) make their own.
     interfaces: tuple[str, ...] = ()
+    mtu: int = 9500
+    # No TSO/GSO/GRO on the ports: bmv2's receive ring then holds 1310 frames at MTU 1500
+    # instead of 32 (bmv2_env/start.sh, docs/fabric.md).
+    no_offload: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Bmv2Env:
@@ -148,6 +152,8 @@ routes = [{routes}]
             "SYMPHONY_RUN_DIR": str(self.run_dir),
             # Always set: an exported value must not turn the default switch into another.
             "SYMPHONY_INTERFACES": " ".join(f"{i}@{n}" for i, n in enumerate(self.interfaces)),
+            "SYMPHONY_MTU": str(self.mtu),
+            "SYMPHONY_NO_OFFLOAD": str(int(self.no_offload)),
         }
 
 

@@ -3,35 +3,39 @@ spines, 4 hosts in their namespaces; pings between hosts on different leaves cro
 config's routes name, and stopping leaves nothing behind.
 
 Its own ports (P4Runtime 9859-9862, Thrift 9390-9393, interfaces and namespaces "sf-*"), so it
-runs beside the other bmv2 tests. Needs simple_switch_grpc, `make build`'s program, root, nft and
-ping (scripts/install_test_deps.sh installs the last two); skips naming what is missing.
+runs beside the other bmv2 tests. Needs simple_switch_grpc, `make build`'s program, root, nft,
+ethtool and ping (scripts/install_test_deps.sh installs the last three); skips naming what is
+missing.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from conformance import packets as rp
+from evaluation.hosts import netns, wire
 from symphony_tools.daemon_process import ControllerProcess
-from symphony_tools.fabric import RUN_DIR, Bmv2Fabric, Topology
+from symphony_tools.fabric import RUN_DIR, Bmv2Fabric, Topology, fabric_missing
 from symphony_tools.ports import free_port
-from symphony_tools.testbed import bmv2_missing
 
 
 def _missing() -> str | None:
-    why = bmv2_missing()
-    if why:
-        return why
-    for tool, pkg in (("nft", "nftables"), ("ping", "iputils-ping"), ("ip", "iproute2")):
-        if shutil.which(tool) is None and shutil.which(tool, path="/usr/sbin:/sbin") is None:
-            return f"{tool} not found (Debian package {pkg}: scripts/install_test_deps.sh)"
-    return None
+    why = fabric_missing()
+    if why is None and shutil.which("ping") is None:
+        why = "ping not found (Debian package iputils-ping: scripts/install_test_deps.sh)"
+    return why
 
+
+ETH_P_IP = 0x0800
+SO_RCVBUFFORCE = 33
 
 pytestmark = [
     pytest.mark.bmv2,
@@ -126,6 +130,40 @@ def test_same_leaf_ping(running: Running) -> None:
     topo = running.fabric.topo
     out = ping(topo.host("h2").netns, topo.host("h3").ip)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_stalled_switch_keeps_1000_frames(running: Running) -> None:
+    """bmv2's ports hold what arrives while it is descheduled (here: stopped) in libpcap's
+    receive ring: 1000 RoCEv2 frames sent to a stopped leaf all arrive once it runs again (with
+    offloads on, or at MTU 9500, the ring would hold 32 or 219; docs/fabric.md)."""
+    fabric = running.fabric
+    h0, h1 = fabric.topo.host(0), fabric.topo.host(1)
+    fabric.thrift("leaf0").set_queue_depth(2000)
+    tx = netns.packet_socket(h0.ifname, h0.netns, proto=0)
+    rx = netns.packet_socket(h1.ifname, h1.netns, proto=ETH_P_IP)
+    rx.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20)
+    frames = wire.FlowFrames(
+        wire.Endpoint(h0.ip, h0.mac), wire.Endpoint(h1.ip, h1.mac), dqpn=1, tag=0, payload_len=1024
+    )
+    pid = fabric.pids()["leaf0"]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        for psn in range(1000):
+            tx.send(frames.build(rp.WRITE_MIDDLE, 0, psn))
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    got = 0
+    rx.settimeout(3.0)
+    try:
+        while got < 1000:
+            data = rx.recv(65535)
+            got += data[36:38] == b"\x12\xb7"  # UDP 4791
+    except TimeoutError:
+        pass
+    finally:
+        tx.close()
+        rx.close()
+    assert got == 1000
 
 
 def test_stop_leaves_nothing(running: Running) -> None:
