@@ -30,6 +30,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
@@ -308,6 +309,12 @@ def fabric_missing() -> str | None:
     return None
 
 
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 def _run(*cmd: str, input: str | None = None) -> None:
     out = subprocess.run(cmd, input=input, capture_output=True, text=True)
     if out.returncode != 0:
@@ -378,6 +385,20 @@ class Bmv2Fabric:
         why = fabric_missing()
         if why:
             raise FabricError(why)
+        mine = self.pids()
+        busy = [
+            f"{sw.name} ({port})"
+            for sw in self.topo.switches
+            for port in (sw.grpc_port, sw.thrift_port)
+            if sw.name not in mine and _listening(port)
+        ]
+        if busy:
+            # Another fabric (another run directory) or another program: stopping ours would
+            # delete the sf-* interfaces under its switches.
+            raise FabricError(
+                f"ports in use: {', '.join(busy)}; is another fabric running? "
+                "(`make stop` or `python -m symphony_tools.fabric down --run-dir ...`)"
+            )
         before = Bmv2Fabric.from_state(self.run_dir)
         if before is not None and before.topo != self.topo:
             before.stop()  # its switches may be more than ours
