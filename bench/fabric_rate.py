@@ -63,7 +63,8 @@ MAX_BURST = 8  # as evaluation/hosts/nic.py: a late sender catches up by 8 frame
 PAYLOAD = 1024
 KEPT_UP = 0.98  # a step counts only if the senders offered at least this share of the rate
 DEFAULT_RATES = (
-    "1000,2000,3000,4000,5000,6000,7000,8000,10000,12000,14000,16000,18000,20000,24000,28000"
+    "1000,2000,3000,4000,5000,6000,7000,8000,10000,12000,14000,16000,18000,20000,24000,28000,"
+    "32000,36000,40000,48000"
 )
 PATTERNS = {
     "1hop": [(0, 1)],
