@@ -51,6 +51,10 @@ HOST_NET = ipaddress.IPv4Network("10.0.0.0/16")
 # how long a switch may be descheduled before its ports drop (docs/fabric.md). The hosts' frames
 # are at most 1098 bytes.
 MTU = 1500
+# Every egress queue's rate and depth by default (`up`): the link rate sized from
+# bench/fabric_rate.py (docs/experiments.md, "Fabric"), the depth of the experiments' testbed.
+LINK_PPS = 2000
+QUEUE_DEPTH = 1000
 PORT_MAX = 511  # bmv2's port numbers (bit<9>); 511 is the drop port
 MAX_LEAVES = 256  # the leaf is the third byte of its hosts' addresses
 MAX_HOSTS_PER_LEAF = 254
@@ -588,8 +592,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     up.add_argument("--api", default="127.0.0.1:50051", help="the controller's gRPC API")
     up.add_argument("--metrics", default="127.0.0.1:9464", help="the controller's metrics")
-    up.add_argument("--rate", type=float, help="every egress queue's rate, packets/s")
-    up.add_argument("--queue-depth", type=int, help="every egress queue's depth, packets")
+    up.add_argument(
+        "--rate",
+        type=float,
+        default=LINK_PPS,
+        help=f"every egress queue's rate, packets/s (default {LINK_PPS}; 0: bmv2's unlimited)",
+    )
+    up.add_argument(
+        "--queue-depth",
+        type=int,
+        default=QUEUE_DEPTH,
+        help=f"every egress queue's depth, packets (default {QUEUE_DEPTH})",
+    )
     up.add_argument("--log-level", default="warn", help="bmv2's log level")
     down = sub.add_parser("down", help="stop the fabric: switches, namespaces, links, nft tables")
     for p in (up, show, down):
@@ -611,9 +625,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         fab.log_level = args.log_level
         fab.start()
-        if args.queue_depth is not None:
-            fab.set_queue_depth(args.queue_depth)
-        if args.rate is not None:
+        fab.set_queue_depth(args.queue_depth)
+        if args.rate:
             fab.set_rates(args.rate)
         cfg = fab.write_config(
             args.config,
@@ -622,6 +635,8 @@ def main(argv: list[str] | None = None) -> int:
             controller="reconcile_interval_s = 30\ntelemetry_interval_s = 5",
         )
         print(describe(fab))
+        rate = f"{args.rate:g} packets/s" if args.rate else "unlimited"
+        print(f"egress queues: {rate}, {args.queue_depth} packets deep")
         print(f"controller config: {cfg}\n  .venv/bin/symphony-controller --config {cfg}")
         return 0
     except FabricError as exc:
