@@ -26,7 +26,14 @@ from symphony.config import PortConfig, Route, SwitchConfig
 from symphony.model import tables
 from symphony.model.params import JobParams, QueueParams
 from symphony.model.tables import TableEntrySpec
-from symphony.sizes import FLOW_SLOTS, MAX_JOBS, TICK_NS
+from symphony.sizes import (
+    ECMP_BUCKETS,
+    ECMP_GROUP_ID_MAX,
+    ECMP_MEMBER_TABLE_SIZE,
+    FLOW_SLOTS,
+    MAX_JOBS,
+    TICK_NS,
+)
 from symphony.switch import desired, entries
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,6 +102,22 @@ def test_per_job_arrays_are_sized_max_jobs(target: str) -> None:
 
 
 @pytest.mark.parametrize("target", TARGETS)
+def test_ecmp_widths_and_sizes_are_the_python_ones(target: str) -> None:
+    """sizes.ECMP_BUCKETS is 2^(the bucket key's width), the group id fits its key and the
+    action's parameter, and the member table holds ECMP_MEMBER_TABLE_SIZE entries."""
+    info = _p4info(target)
+    member = _declared(info, "tables")[p4names.ECMP_MEMBER]
+    keys = {k.name: k for k in member.match_fields}
+    assert set(keys) == {"group", "bucket"}
+    assert all(k.match_type == p4info_pb2.MatchField.EXACT for k in keys.values())
+    assert 1 << keys["bucket"].bitwidth == ECMP_BUCKETS
+    assert (1 << keys["group"].bitwidth) - 1 == ECMP_GROUP_ID_MAX
+    assert member.size == ECMP_MEMBER_TABLE_SIZE
+    group_param = _declared(info, "actions")[p4names.SET_ECMP_GROUP].params
+    assert [(p.name, p.bitwidth) for p in group_param] == [("group", keys["group"].bitwidth)]
+
+
+@pytest.mark.parametrize("target", TARGETS)
 def test_every_generated_entry_encodes_with_the_declared_action_data(target: str) -> None:
     """Routes, cross-connects, queue ramps, lookup tables and a job's entries (its
     ``set_params`` action data derives from JobParams): each encodes against the P4Info, and
@@ -123,6 +146,8 @@ def _every_entry(target: str) -> list[TableEntrySpec]:
     )
     prm = JobParams().to_action_params(TICK_NS[target])
     specs = desired.base_entries(sw)
+    specs += desired.ecmp_group_entries(1, (0, 1))
+    specs.append(desired.ecmp_route(0x0A010000, 16, 1))
     specs += tables.queue_mark_entries(2, QueueParams(10, 20, 0.5))
     specs += desired.entries_for(5, prm, tag=True, hosts=(0x0A000001,))
     return specs

@@ -5,10 +5,12 @@
 #include <t2na.p4>
 
 #include "include/symphony_lib.p4"
+#include "include/forward.p4"
 
 struct ingress_meta_t {
     symphony_ingress_t symphony;
     symphony_bridge_h  bridge;
+    ecmp_ports_t       ecmp_ports;  // the parser fills them, Forward's hash reads them
 }
 
 struct egress_meta_t {
@@ -17,7 +19,6 @@ struct egress_meta_t {
 }
 
 #include "include/parser.p4"
-#include "include/forward.p4"
 #include "include/deparser.p4"
 
 control SymphonyIngress(inout headers_t hdr,
@@ -30,7 +31,7 @@ control SymphonyIngress(inout headers_t hdr,
     SymphonyTracker() symphony;
 
     apply {
-        forward.apply(hdr, ig_intr_md, ig_dprsr_md, ig_tm_md);
+        forward.apply(hdr, meta.ecmp_ports, ig_intr_md, ig_dprsr_md, ig_tm_md);
         symphony.apply(hdr.ipv4, hdr.udp, hdr.bth, meta.symphony, meta.bridge,
                        ig_prsr_md.global_tstamp, ig_prsr_md.parser_err, ig_dprsr_md.drop_ctl);
     }

@@ -6,11 +6,15 @@ it reads from the switch. Names are the P4Info names of docs/design.md.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from symphony import p4names as n
 from symphony.config import SwitchConfig
 from symphony.jobs.store import Job
 from symphony.model import tables
+from symphony.model.ecmp import bucket_members
 from symphony.model.tables import TableEntrySpec
+from symphony.sizes import ECMP_GROUP_ID_MAX
 
 # Tables whose entries belong to one job; everything else is "base" (config + lookup tables).
 JOB_TABLES = (n.JOB_PARAMS, n.JOB_BY_TAG, n.JOB_BY_SRC)
@@ -24,6 +28,38 @@ def route(prefix: int, plen: int, port: int) -> TableEntrySpec:
         action=n.SET_EGRESS_PORT,
         params={"port": port},
     )
+
+
+def ecmp_route(prefix: int, plen: int, group: int) -> TableEntrySpec:
+    """Packets to prefix/plen leave on a member of ECMP group `group` (see ecmp_group_entries)."""
+    _check_group(group)
+    return TableEntrySpec(
+        table=n.IPV4_LPM,
+        match={"dst_addr": (prefix, plen)},
+        action=n.SET_ECMP_GROUP,
+        params={"group": group},
+    )
+
+
+def ecmp_group_entries(group: int, members: Sequence[int]) -> list[TableEntrySpec]:
+    """The member table's entries of one group: every bucket -> its member port
+    (model.ecmp.bucket_members). Insert them before the routes that name the group, so that no
+    frame finds a route to an empty group (the member table's default drops it)."""
+    _check_group(group)
+    return [
+        TableEntrySpec(
+            table=n.ECMP_MEMBER,
+            match={"group": group, "bucket": bucket},
+            action=n.SET_EGRESS_PORT,
+            params={"port": port},
+        )
+        for bucket, port in enumerate(bucket_members(members))
+    ]
+
+
+def _check_group(group: int) -> None:
+    if not 0 < group <= ECMP_GROUP_ID_MAX:
+        raise ValueError(f"ecmp group {group}: ids are 1..{ECMP_GROUP_ID_MAX} (0 is no group)")
 
 
 def cross_connect(in_port: int, out_port: int) -> TableEntrySpec:
