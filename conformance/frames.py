@@ -5,7 +5,7 @@ the layer around it that the bmv2 program has too: its parser (which headers a f
 where it stops with a parser error), its plain forwarding (IPv4 longest prefix, else the ingress
 port's cross-connect, else drop) and its ECN rewrite with the incremental IPv4 checksum patch.
 The packet fuzzer (ptf_tests/test_fuzz.py) sends arbitrary frames through bmv2 and through
-`SwitchModel.handle` and compares output frames and state.
+`FrameModel.handle` and compares output frames and state.
 
 Parser semantics, as p4src/v1model/include/parser.p4 has them (docs/robustness.md):
 - Ethernet, then IPv4 only for EtherType 0x0800 (a VLAN tag or IPv6 ends parsing: not IPv4);
@@ -128,7 +128,7 @@ class Outcome:
 
 
 @dataclass
-class SwitchModel:
+class FrameModel:
     """One bmv2 switch: forwarding rules around a Symphony `Pipeline` (no queue marking)."""
 
     pipeline: Pipeline = field(default_factory=Pipeline)

@@ -14,7 +14,7 @@ from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
 from conformance import packets as rp
-from conformance.frames import SwitchModel, parse, with_ce
+from conformance.frames import FrameModel, parse, with_ce
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ptf_tests"))
 from fuzz_frames import generate  # the PTF suite's modules live in ptf_tests/
@@ -70,7 +70,7 @@ def test_ce_patch_keeps_a_correct_checksum_correct(ecn):
 
 
 def test_forwarding_longest_prefix_cross_connect_drop():
-    sw = SwitchModel(routes=[(0x0A000000, 8, 3), (0x0A000100, 24, 1)], port_map={0: 1})
+    sw = FrameModel(routes=[(0x0A000000, 8, 3), (0x0A000100, 24, 1)], port_map={0: 1})
     frame = bytes(rp.rocev2(opcode=rp.ACK, dst="10.0.1.9"))
     assert sw.handle(frame, 0, now=0).port == 1
     assert sw.handle(bytes(rp.rocev2(opcode=rp.ACK, dst="10.7.0.1")), 0, now=0).port == 3
