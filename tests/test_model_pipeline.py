@@ -244,7 +244,7 @@ def test_register_encoding_round_trips() -> None:
         win_start=8,
     )
     raw = st.registers()
-    assert raw["SymphonyIngress.job_state.alpha_m1"] == 4
+    assert raw["SymphonyIngress.job_state.alpha"] == 4  # stored minus one
     assert JobState.from_registers(raw) == st
 
 

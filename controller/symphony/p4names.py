@@ -74,7 +74,7 @@ JOB_REGISTERS: dict[str, str] = {
     "step_min": f"{_JOB_STATE}.step_min",
     "psn_rec": f"{_JOB_STATE}.psn_rec",
     "step_max": f"{_JOB_STATE}.step_max",
-    "alpha": f"{_JOB_STATE}.alpha_m1",
+    "alpha": f"{_JOB_STATE}.alpha",
     "window_packets": f"{_JOB_STATE}.cnt_total",
     "window_ahead_packets": f"{_JOB_STATE}.cnt_op",
     "win_start": f"{_JOB_STATE}.win_start",

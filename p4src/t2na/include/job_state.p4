@@ -1,7 +1,7 @@
 // SPEC 3 and 4.1-4.3 on Tofino2. Each register is one stateful ALU, visited once per packet; the
 // SPEC's sequential steps become a chain of stages (docs/tofino.md has the stage map):
 //   win_start (closes the window?), step_min (returns step - old step_min), cnt_total
-//   -> psn_rec, step_max -> cnt_op, tau_score -> alpha_m1.
+//   -> psn_rec, step_max -> cnt_op, tau_score -> alpha.
 // A register whose action depends on the packet gets a small hidden table with constant entries
 // that picks exactly one of its RegisterActions: Tofino allows one stateful result per action
 // and wants a register addressed the same way in every action of a table.
@@ -17,7 +17,7 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
     Register<bit<32>, job_id_t>(MAX_JOBS, 0) cnt_total;
     Register<bit<32>, job_id_t>(MAX_JOBS, 0) cnt_op;
     Register<bit<32>, job_id_t>(MAX_JOBS, 0) tau_score;
-    Register<bit<8>, job_id_t>(MAX_JOBS, 0) alpha_m1;
+    Register<bit<8>, job_id_t>(MAX_JOBS, 0) alpha;  // alpha - 1: an all-zero slot is a new job
     Counter<bit<32>, job_id_t>(MAX_JOBS, CounterType_t.PACKETS) packets;
 
     // 1. Window rollover: now - win_start >= T_win, unsigned and wrap-safe (SPEC 4.1). A stateful
@@ -158,7 +158,7 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
     };
 
     // 1. alpha (stored minus one): up to alpha_max, down to 1, or unchanged.
-    RegisterAction<bit<8>, job_id_t, bit<8>>(alpha_m1) alpha_up = {
+    RegisterAction<bit<8>, job_id_t, bit<8>>(alpha) alpha_up = {
         void apply(inout bit<8> value, out bit<8> now_value) {
             if (value < t.alpha_max_m1) {
                 value = value + 1;
@@ -168,7 +168,7 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
             now_value = value;
         }
     };
-    RegisterAction<bit<8>, job_id_t, bit<8>>(alpha_m1) alpha_down = {
+    RegisterAction<bit<8>, job_id_t, bit<8>>(alpha) alpha_down = {
         void apply(inout bit<8> value, out bit<8> now_value) {
             if (value > 0) {
                 value = value - 1;
@@ -176,7 +176,7 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
             now_value = value;
         }
     };
-    RegisterAction<bit<8>, job_id_t, bit<8>>(alpha_m1) alpha_read = {
+    RegisterAction<bit<8>, job_id_t, bit<8>>(alpha) alpha_read = {
         void apply(inout bit<8> value, out bit<8> now_value) {
             now_value = value;
         }
@@ -335,15 +335,15 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
     // 1. alpha: at a rollover of a window with at least N_sample packets, up if its score is
     // >= 0 (eq. 5), else down; otherwise read.
     @hidden action alpha_inc() {
-        t.alpha_m1 = alpha_up.execute(meta.job_id);
+        t.alpha_stored = alpha_up.execute(meta.job_id);
     }
 
     @hidden action alpha_dec() {
-        t.alpha_m1 = alpha_down.execute(meta.job_id);
+        t.alpha_stored = alpha_down.execute(meta.job_id);
     }
 
     @hidden action alpha_get() {
-        t.alpha_m1 = alpha_read.execute(meta.job_id);
+        t.alpha_stored = alpha_read.execute(meta.job_id);
     }
 
     @hidden table alpha_update {
@@ -420,6 +420,6 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
         // closed window's score and count).
         psn_rec_update.apply();
         alpha_update.apply();
-        meta.alpha = t.alpha_m1 + 1;
+        meta.alpha = t.alpha_stored + 1;
     }
 }

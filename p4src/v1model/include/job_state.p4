@@ -1,7 +1,7 @@
 // SPEC 3 and 4.1-4.3: the per-job registers and their update, in the SPEC's order.
 // bmv2 interprets every primitive, each a GMP big-integer operation, so this form does only what
 // a packet needs: the registers are indexed by the 16-bit Job_ID itself (no cast per access),
-// each register is written where its value changes and nowhere else, cnt_op and alpha_m1 are
+// each register is written where its value changes and nowhere else, cnt_op and alpha are
 // read only where they are used, and the serial step comparisons take one or two operations
 // (docs/measurements/bmv2-ratio-issue12.md).
 // bmv2 runs one packet's register accesses in program order, so a read after a write in the same
@@ -10,7 +10,7 @@ control JobState(inout symphony_meta_t meta, in bit<32> now) {
     register<step_t, job_id_t>(MAX_JOBS) step_min;
     register<psn_t, job_id_t>(MAX_JOBS) psn_rec;
     register<step_t, job_id_t>(MAX_JOBS) step_max;      // highest step of the window: the live overlap
-    register<bit<8>, job_id_t>(MAX_JOBS) alpha_m1;      // alpha - 1: an all-zero slot is a new job
+    register<bit<8>, job_id_t>(MAX_JOBS) alpha;         // alpha - 1: an all-zero slot is a new job
     register<bit<32>, job_id_t>(MAX_JOBS) cnt_total;
     register<bit<32>, job_id_t>(MAX_JOBS) cnt_op;
     register<bit<32>, job_id_t>(MAX_JOBS) win_start;
@@ -45,14 +45,14 @@ control JobState(inout symphony_meta_t meta, in bit<32> now) {
                 bit<32> op;
                 bit<8> am1;
                 cnt_op.read(op, meta.job_id);
-                alpha_m1.read(am1, meta.job_id);
-                bit<8> alpha = am1 + 1;
+                alpha.read(am1, meta.job_id);
+                bit<8> a = am1 + 1;  // alpha itself
                 if ((bit<48>)op * 256 >= (bit<48>)meta.tau_q8 * (bit<48>)total) {
-                    alpha = alpha >= meta.alpha_max ? meta.alpha_max : alpha + 1;
-                } else if (alpha > 1) {
-                    alpha = alpha - 1;
+                    a = a >= meta.alpha_max ? meta.alpha_max : a + 1;
+                } else if (a > 1) {
+                    a = a - 1;
                 }
-                alpha_m1.write(meta.job_id, alpha - 1);
+                alpha.write(meta.job_id, a - 1);
             }
             total = 0;
             meta.psn_rec = 0;
@@ -87,7 +87,7 @@ control JobState(inout symphony_meta_t meta, in bit<32> now) {
             cnt_op.read(op, meta.job_id);
             cnt_op.write(meta.job_id, op + 1);
             meta.outpacing = !meta.is_last;
-            alpha_m1.read(am1, meta.job_id);
+            alpha.read(am1, meta.job_id);
             meta.alpha = am1 + 1;
             if (meta.is_last) {
                 complete_step();
