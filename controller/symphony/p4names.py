@@ -76,7 +76,7 @@ JOB_REGISTERS: dict[str, str] = {
     "step_max": f"{_JOB_STATE}.step_max",
     "alpha": f"{_JOB_STATE}.alpha",
     "window_packets": f"{_JOB_STATE}.cnt_total",
-    "window_ahead_packets": f"{_JOB_STATE}.cnt_op",
+    "window_ahead_packets": f"{_JOB_STATE}.window_ahead_packets",
     "win_start": f"{_JOB_STATE}.win_start",
 }
 # Tofino2 only: eq. 5 as a running sum (docs/tofino.md); part of a job's state to clear on release.

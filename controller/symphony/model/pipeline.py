@@ -41,7 +41,7 @@ class JobState:
     step_max: int = 0
     alpha: int = 1
     window_packets: int = 0  # packets in the current window (P4: cnt_total)
-    window_ahead_packets: int = 0  # of them, of a later step than step_min (P4: cnt_op)
+    window_ahead_packets: int = 0  # of them, of a later step than step_min
     win_start: int = 0
     packets: int = 0
     marks: int = 0
@@ -133,7 +133,8 @@ class Pipeline:
     flow_slots: int = FLOW_SLOTS
     # "tofino2" computes the window test and eq. 5 the way p4src/t2na does (job_state.p4 there).
     target: str = "bmv2"
-    # Tofino2 only: the running form of eq. 5, 256 * cnt_op - tau_q8 * cnt_total (int32).
+    # Tofino2 only: the running form of eq. 5 (int32),
+    # 256 * window_ahead_packets - tau_q8 * cnt_total.
     tau_scores: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

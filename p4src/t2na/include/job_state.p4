@@ -1,21 +1,22 @@
 // SPEC 3 and 4.1-4.3 on Tofino2. Each register is one stateful ALU, visited once per packet; the
 // SPEC's sequential steps become a chain of stages (docs/tofino.md has the stage map):
 //   win_start (closes the window?), step_min (returns step - old step_min), cnt_total
-//   -> psn_rec, step_max -> cnt_op, tau_score -> alpha.
+//   -> psn_rec, step_max -> window_ahead_packets, tau_score -> alpha.
 // A register whose action depends on the packet gets a small hidden table with constant entries
 // that picks exactly one of its RegisterActions: Tofino allows one stateful result per action
 // and wants a register addressed the same way in every action of a table.
 // Differences from v1model, all covered by the golden model's "tofino2" variant:
 // - the window runs on a 1.024 us clock; its unsigned test is made of two serial ones (below);
-// - eq. 5 is kept as a running sum tau_score = 256 * cnt_op - tau_q8 * cnt_total (no multiplier
-//   in a stateful ALU): the same test, exact while a window holds fewer than 2^23 packets.
+// - eq. 5 is kept as a running sum tau_score = 256 * window_ahead_packets - tau_q8 * cnt_total
+//   (no multiplier in a stateful ALU): the same test, exact while a window holds fewer than
+//   2^23 packets.
 control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
     Register<bit<32>, job_id_t>(MAX_JOBS, 0) win_start;
     Register<step_t, job_id_t>(MAX_JOBS, 0) step_min;
     Register<step_t, job_id_t>(MAX_JOBS, 0) step_max;
     Register<bit<32>, job_id_t>(MAX_JOBS, 0) psn_rec;
     Register<bit<32>, job_id_t>(MAX_JOBS, 0) cnt_total;
-    Register<bit<32>, job_id_t>(MAX_JOBS, 0) cnt_op;
+    Register<bit<32>, job_id_t>(MAX_JOBS, 0) window_ahead_packets;
     Register<bit<32>, job_id_t>(MAX_JOBS, 0) tau_score;
     Register<bit<8>, job_id_t>(MAX_JOBS, 0) alpha;  // alpha - 1: an all-zero slot is a new job
     Counter<bit<32>, job_id_t>(MAX_JOBS, CounterType_t.PACKETS) packets;
@@ -117,17 +118,17 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
             }
         }
     };
-    RegisterAction<bit<32>, job_id_t, bit<32>>(cnt_op) op_restart_later = {
+    RegisterAction<bit<32>, job_id_t, bit<32>>(window_ahead_packets) op_restart_later = {
         void apply(inout bit<32> value) {
             value = 1;
         }
     };
-    RegisterAction<bit<32>, job_id_t, bit<32>>(cnt_op) op_restart = {
+    RegisterAction<bit<32>, job_id_t, bit<32>>(window_ahead_packets) op_restart = {
         void apply(inout bit<32> value) {
             value = 0;
         }
     };
-    RegisterAction<bit<32>, job_id_t, bit<32>>(cnt_op) op_count = {
+    RegisterAction<bit<32>, job_id_t, bit<32>>(window_ahead_packets) op_count = {
         void apply(inout bit<32> value) {
             value = value + 1;
         }
@@ -219,9 +220,9 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
     }
 
     // 2. The window's counters: restart at a rollover, count otherwise; an outpacing packet
-    // counts in cnt_op and adds 256 - tau_q8 to the score. One small table per register picks
-    // the case (Tofino allows one stateful result per action and address), so each stateful ALU
-    // runs exactly one of its actions.
+    // counts in window_ahead_packets and adds 256 - tau_q8 to the score. One small table per
+    // register picks the case (Tofino allows one stateful result per action and address), so
+    // each stateful ALU runs exactly one of its actions.
     @hidden action total_restart_a() {
         t.enough = total_restart.execute(meta.job_id);
         t.first = 1;
