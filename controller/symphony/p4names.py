@@ -75,7 +75,7 @@ JOB_REGISTERS: dict[str, str] = {
     "psn_rec": f"{_JOB_STATE}.psn_rec",
     "step_max": f"{_JOB_STATE}.step_max",
     "alpha": f"{_JOB_STATE}.alpha",
-    "window_packets": f"{_JOB_STATE}.cnt_total",
+    "window_packets": f"{_JOB_STATE}.window_packets",
     "window_ahead_packets": f"{_JOB_STATE}.window_ahead_packets",
     "win_start": f"{_JOB_STATE}.win_start",
 }

@@ -40,7 +40,7 @@ class JobState:
     # The serially highest step seen in the current window (reset with it, as psn_rec is).
     step_max: int = 0
     alpha: int = 1
-    window_packets: int = 0  # packets in the current window (P4: cnt_total)
+    window_packets: int = 0  # packets in the current window
     window_ahead_packets: int = 0  # of them, of a later step than step_min
     win_start: int = 0
     packets: int = 0
@@ -134,7 +134,7 @@ class Pipeline:
     # "tofino2" computes the window test and eq. 5 the way p4src/t2na does (job_state.p4 there).
     target: str = "bmv2"
     # Tofino2 only: the running form of eq. 5 (int32),
-    # 256 * window_ahead_packets - tau_q8 * cnt_total.
+    # 256 * window_ahead_packets - tau_q8 * window_packets.
     tau_scores: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

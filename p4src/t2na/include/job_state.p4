@@ -1,21 +1,21 @@
 // SPEC 3 and 4.1-4.3 on Tofino2. Each register is one stateful ALU, visited once per packet; the
 // SPEC's sequential steps become a chain of stages (docs/tofino.md has the stage map):
-//   win_start (closes the window?), step_min (returns step - old step_min), cnt_total
+//   win_start (closes the window?), step_min (returns step - old step_min), window_packets
 //   -> psn_rec, step_max -> window_ahead_packets, tau_score -> alpha.
 // A register whose action depends on the packet gets a small hidden table with constant entries
 // that picks exactly one of its RegisterActions: Tofino allows one stateful result per action
 // and wants a register addressed the same way in every action of a table.
 // Differences from v1model, all covered by the golden model's "tofino2" variant:
 // - the window runs on a 1.024 us clock; its unsigned test is made of two serial ones (below);
-// - eq. 5 is kept as a running sum tau_score = 256 * window_ahead_packets - tau_q8 * cnt_total
-//   (no multiplier in a stateful ALU): the same test, exact while a window holds fewer than
-//   2^23 packets.
+// - eq. 5 is kept as a running sum
+//   tau_score = 256 * window_ahead_packets - tau_q8 * window_packets (no multiplier in a
+//   stateful ALU): the same test, exact while a window holds fewer than 2^23 packets.
 control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
     Register<bit<32>, job_id_t>(MAX_JOBS, 0) win_start;
     Register<step_t, job_id_t>(MAX_JOBS, 0) step_min;
     Register<step_t, job_id_t>(MAX_JOBS, 0) step_max;
     Register<bit<32>, job_id_t>(MAX_JOBS, 0) psn_rec;
-    Register<bit<32>, job_id_t>(MAX_JOBS, 0) cnt_total;
+    Register<bit<32>, job_id_t>(MAX_JOBS, 0) window_packets;
     Register<bit<32>, job_id_t>(MAX_JOBS, 0) window_ahead_packets;
     Register<bit<32>, job_id_t>(MAX_JOBS, 0) tau_score;
     Register<bit<8>, job_id_t>(MAX_JOBS, 0) alpha;  // alpha - 1: an all-zero slot is a new job
@@ -82,9 +82,10 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
         }
     };
 
-    // 2. Traffic stats; at a rollover they restart from this packet. cnt_total's restart says
-    // whether the closed window had at least N_sample packets; tau_score's returns its score.
-    RegisterAction<bit<32>, job_id_t, bit<1>>(cnt_total) total_restart = {
+    // 2. Traffic stats; at a rollover they restart from this packet. window_packets' restart
+    // says whether the closed window had at least N_sample packets; tau_score's returns its
+    // score.
+    RegisterAction<bit<32>, job_id_t, bit<1>>(window_packets) total_restart = {
         void apply(inout bit<32> value, out bit<1> enough) {
             enough = 0;
             if (value >= meta.n_sample) {
@@ -93,7 +94,7 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
             value = 1;
         }
     };
-    RegisterAction<bit<32>, job_id_t, bit<1>>(cnt_total) total_count = {
+    RegisterAction<bit<32>, job_id_t, bit<1>>(window_packets) total_count = {
         void apply(inout bit<32> value, out bit<1> first) {
             if (value == 0) {
                 first = 1;
@@ -243,8 +244,8 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
         }
     }
 
-    // step_max after cnt_total (it needs t.first), beside psn_rec: no stage of its own, and
-    // nothing later in the pipeline reads it.
+    // step_max after window_packets (it needs t.first), beside psn_rec: no stage of its own,
+    // and nothing later in the pipeline reads it.
     @hidden action step_max_set_a() {
         step_max_set.execute(meta.job_id);
     }

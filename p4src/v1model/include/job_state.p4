@@ -11,7 +11,7 @@ control JobState(inout symphony_meta_t meta, in bit<32> now) {
     register<psn_t, job_id_t>(MAX_JOBS) psn_rec;
     register<step_t, job_id_t>(MAX_JOBS) step_max;      // highest step of the window: the live overlap
     register<bit<8>, job_id_t>(MAX_JOBS) alpha;         // alpha - 1: an all-zero slot is a new job
-    register<bit<32>, job_id_t>(MAX_JOBS) cnt_total;
+    register<bit<32>, job_id_t>(MAX_JOBS) window_packets;
     register<bit<32>, job_id_t>(MAX_JOBS) window_ahead_packets;
     register<bit<32>, job_id_t>(MAX_JOBS) win_start;
     counter<job_id_t>(MAX_JOBS, CounterType.packets) packets;
@@ -31,16 +31,16 @@ control JobState(inout symphony_meta_t meta, in bit<32> now) {
         step_min.read(meta.step_min, meta.job_id);
         psn_rec.read(meta.psn_rec, meta.job_id);
         step_max.read(smax, meta.job_id);
-        cnt_total.read(total, meta.job_id);
+        window_packets.read(total, meta.job_id);
         win_start.read(start, meta.job_id);
         // This packet is counted at once, beside the reads (one table fewer for bmv2); a window
-        // that closes below restarts cnt_total at 1 instead.
-        cnt_total.write(meta.job_id, total + 1);
+        // that closes below restarts window_packets at 1 instead.
+        window_packets.write(meta.job_id, total + 1);
         packets.count(meta.job_id);
 
         // 1. Window rollover (unsigned, wrap-safe). Eq. 5 without division:
-        //    window_ahead_packets >= tau * cnt_total
-        //    <=>  window_ahead_packets * 256 >= tau_q8 * cnt_total.
+        //    window_ahead_packets >= tau * window_packets
+        //    <=>  window_ahead_packets * 256 >= tau_q8 * window_packets.
         if (now - start >= meta.t_win) {
             if (total >= meta.n_sample) {
                 bit<32> op;
@@ -59,7 +59,7 @@ control JobState(inout symphony_meta_t meta, in bit<32> now) {
             meta.psn_rec = 0;
             psn_rec.write(meta.job_id, 0);
             window_ahead_packets.write(meta.job_id, 0);
-            cnt_total.write(meta.job_id, 1);
+            window_packets.write(meta.job_id, 1);
             win_start.write(meta.job_id, now);
         }
 
