@@ -27,7 +27,7 @@ from base_test import SymphonyTest
 from fuzz_frames import generate
 
 from conformance.frames import FrameModel, Outcome
-from symphony.model.pipeline import JobState
+from symphony.model.switch_model import JobState
 from symphony.p4names import FLOW_BASE, JOB_COUNTERS, JOB_REGISTERS
 from symphony_tools import testbed
 

@@ -22,7 +22,7 @@ from evaluation.fabric.dcqcn import HPCC_RUN_DCQCN
 from evaluation.fabric.scenarios import SCENARIOS, scenario_runs
 from evaluation.fabric.sim import FabricResult, simulate, symphony_units
 from evaluation.fabric.topology import CustomFlows, build_fabric
-from symphony.model import pipeline
+from symphony.model import switch_model
 from symphony.model.params import JobParams
 
 SMALL = FabricConfig(hosts=16)
@@ -118,7 +118,7 @@ def test_symphony_marks_only_outpacing_and_lowers_overlap() -> None:
 
 
 def test_the_backlog_gate_holds_marks_back_from_short_queues() -> None:
-    """JobParams.gate_depth in the kernel (model.pipeline.symphony_ce on the depth a packet
+    """JobParams.gate_depth in the kernel (model.switch_model.symphony_ce on the depth a packet
     joins): the deeper the gate, the fewer Symphony marks leave; a gate no queue reaches lets
     none leave, and gate 0 is the paper's policy."""
     cfg = replace(SMALL, chunk_bytes=256 << 10, mode="symphony")
@@ -136,7 +136,7 @@ def test_the_kernels_gate_is_the_golden_models() -> None:
     for mark in (False, True):
         for depth in (0, 1, 7, 8, 9, 65535, 70000):
             for gate in (0, 1, 8, 65535):
-                want = pipeline.symphony_ce(mark, depth, gate)
+                want = switch_model.symphony_ce(mark, depth, gate)
                 assert sk.symphony_ce(mark, depth, gate) == want, (mark, depth, gate)
 
 

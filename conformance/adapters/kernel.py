@@ -16,7 +16,7 @@ import numpy as np
 from conformance.implementation import COLUMNS, ECN, MARK, Row, row_of
 from conformance.traces import Trace, TracePacket
 from evaluation.fabric import symphony_kernel as sk
-from symphony.model.pipeline import JobState, ecn_out, flow_slot
+from symphony.model.switch_model import JobState, ecn_out, flow_slot
 from symphony.sizes import FLOW_SLOTS, MAX_JOBS, TAG_MAX
 
 # The kernel's out columns: (job, p, threshold, mark); the ECN is the model's SPEC 4.5 rule.

@@ -68,7 +68,7 @@ ACTIONS = (
 )
 
 # Registers and counters ----------------------------------------------------------------------
-# Per-job state field of the golden model (model.pipeline.JobState) -> register array on the
+# Per-job state field of the golden model (model.switch_model.JobState) -> register array on the
 # switch (index = Job_ID). alpha is stored minus one so that an all-zero slot is a new job.
 JOB_REGISTERS: dict[str, str] = {
     "step_min": f"{_JOB_STATE}.step_min",

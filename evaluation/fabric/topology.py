@@ -33,7 +33,7 @@ from evaluation.fabric.ecmp import (
     ns3_choice,
     ns3_ip,
 )
-from symphony.model.pipeline import flow_slot
+from symphony.model.switch_model import flow_slot
 
 # Egress ports on a path, NIC first: NIC, ToR up, agg up, core down, agg down, ToR down.
 MAX_HOPS = 6

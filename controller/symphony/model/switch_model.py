@@ -1,7 +1,7 @@
 """The golden model of one switch: classification, per-flow PSN bases, per-job state and the
 marking decision, packet by packet, exactly as the P4 program computes them (SPEC sections 1-4).
 
-Tests feed the same packet sequence to bmv2 and to `Pipeline` and compare the state registers
+Tests feed the same packet sequence to bmv2 and to `SwitchModel` and compare the state registers
 and the marks.
 """
 
@@ -122,7 +122,7 @@ def ecn_out(ecn: int, symphony_mark: bool, queue_mark: bool) -> int:
 
 
 @dataclass
-class Pipeline:
+class SwitchModel:
     """One switch's Symphony tables and registers, and the per-packet algorithm."""
 
     job_by_tag: dict[int, int] = field(default_factory=dict)
