@@ -32,10 +32,12 @@ help:
 	@echo "make evaluation  fabric simulator: every scenario, CSV + PNG -> $(BUILD)/evaluation/"
 	@echo "make shell     p4runtime-shell against the running switch (its own environment)"
 
-$(VENV)/.installed: pyproject.toml
+# The runtime (symphony, with the dev tools) and the repository's tooling (symphony-tools,
+# controller/symphony_tools/pyproject.toml): two distributions, both editable.
+$(VENV)/.installed: pyproject.toml controller/symphony_tools/pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev]'
+	$(VENV)/bin/pip install -q -e '.[dev]' -e controller/symphony_tools
 	touch $@
 
 setup: $(VENV)/.installed
