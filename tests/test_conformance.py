@@ -13,7 +13,6 @@ import pytest
 
 from conformance.adapters import in_process
 from conformance.adapters.bmv2_ptf import Bmv2PtfAdapter
-from conformance.adapters.kernel import KernelAdapter
 from conformance.adapters.model import ModelAdapter
 from conformance.adapters.t2na import T2naModelAdapter
 from conformance.faults import AlphaPlusTwo, Perturbed
@@ -23,6 +22,7 @@ from conformance.runner import Result, report, run_suite
 from conformance.traces import GAPS, Trace, TracePacket, generate, trace_set
 from evaluation.fabric import golden_diff
 from evaluation.fabric import symphony_kernel as sk
+from evaluation.fabric.conformance_adapter import KernelAdapter
 from symphony.model import arithmetic as ar
 from symphony.model.opcodes import is_first, is_last, is_tracked_opcode
 from symphony.model.params import T_WIN_MAX_TICKS, JobParams

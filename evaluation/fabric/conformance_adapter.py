@@ -1,4 +1,7 @@
-"""The fabric simulator's numba port of the algorithm (`evaluation/fabric/symphony_kernel.py`).
+"""The conformance suite's adapter for the fabric simulator's numba port of the algorithm
+(`symphony_kernel.py`), kept beside the kernel: conformance/ sits beneath evaluation/ and never
+imports it. The suite finds this adapter through the entry-point group `symphony.conformance`,
+where the symphony-tools distribution registers it (controller/symphony_tools/pyproject.toml).
 
 One switch (index 0) with the trace's jobs; a whole trace goes through `run_trace` in one call,
 a single packet through the same call on a one-packet trace (the state arrays persist). The
