@@ -17,7 +17,7 @@ CONFIG ?= examples/bmv2.toml
 .PHONY: help setup build run stop controller test unit ptf fuzz lint tofino2 bench experiment experiment-long evaluation shell clean
 
 help:
-	@echo "make setup     Python environment in $(VENV) (the package and its dev tools)"
+	@echo "make setup     Python environment in $(VENV) (the runtime, symphony-tools and the dev tools)"
 	@echo "make build     compile p4src for bmv2 -> $(BUILD)/bmv2/{symphony.json,symphony.p4info.txtpb}"
 	@echo "make run       build, start bmv2 (bmv2_env/start.sh) and the controller ($(CONFIG))"
 	@echo "make stop      stop bmv2 and remove its ports"
