@@ -17,7 +17,7 @@ CONFIG ?= examples/bmv2.toml
 .PHONY: help setup build run stop controller test unit ptf fuzz lint tofino2 bench experiment experiment-long evaluation shell clean
 
 help:
-	@echo "make setup     Python environment in $(VENV) (the package and its dev tools)"
+	@echo "make setup     Python environment in $(VENV) (the runtime, symphony-tools and the dev tools)"
 	@echo "make build     compile p4src for bmv2 -> $(BUILD)/bmv2/{symphony.json,symphony.p4info.txtpb}"
 	@echo "make run       build, start bmv2 (bmv2_env/start.sh) and the controller ($(CONFIG))"
 	@echo "make stop      stop bmv2 and remove its ports"
@@ -32,10 +32,12 @@ help:
 	@echo "make evaluation  fabric simulator: every scenario, CSV + PNG -> $(BUILD)/evaluation/"
 	@echo "make shell     p4runtime-shell against the running switch (its own environment)"
 
-$(VENV)/.installed: pyproject.toml
+# The runtime (symphony, with the dev tools) and the repository's tooling (symphony-tools,
+# controller/symphony_tools/pyproject.toml): two distributions, both editable.
+$(VENV)/.installed: pyproject.toml controller/symphony_tools/pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev]'
+	$(VENV)/bin/pip install -q -e '.[dev]' -e controller/symphony_tools
 	touch $@
 
 setup: $(VENV)/.installed

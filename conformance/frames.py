@@ -1,12 +1,12 @@
 """What one switch does with any Ethernet frame, not only well-formed RoCEv2 (SPEC 1, 4.5, 6).
 
-`pipeline.Pipeline` models Symphony's per-packet algorithm on a parsed packet. This module is
+`switch_model.SwitchModel` models Symphony's per-packet algorithm on a parsed packet. This module is
 the layer around it that the bmv2 program has too: its parser (which headers a frame yields, and
 where it stops with a parser error), its plain forwarding (IPv4 longest prefix onto a port or an
 ECMP group, else the ingress port's cross-connect, else drop) and its ECN rewrite with the
 incremental IPv4 checksum patch.
 The packet fuzzer (ptf_tests/test_fuzz.py) sends arbitrary frames through bmv2 and through
-`SwitchModel.handle` and compares output frames and state.
+`FrameModel.handle` and compares output frames and state.
 
 Parser semantics, as p4src/v1model/include/parser.p4 has them (docs/robustness.md):
 - Ethernet, then IPv4 only for EtherType 0x0800 (a VLAN tag or IPv6 ends parsing: not IPv4);
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from symphony.model.ecmp import next_hop
 from symphony.model.opcodes import RETH_OPCODES
-from symphony.model.pipeline import Decision, Pipeline, RocePacket
+from symphony.model.switch_model import Decision, RocePacket, SwitchModel
 
 ETH_LEN = 14
 IPV4_LEN = 20
@@ -142,10 +142,10 @@ class Outcome:
 
 
 @dataclass
-class SwitchModel:
-    """One bmv2 switch: forwarding rules around a Symphony `Pipeline` (no queue marking)."""
+class FrameModel:
+    """One bmv2 switch: forwarding rules around a Symphony `SwitchModel` (no queue marking)."""
 
-    pipeline: Pipeline = field(default_factory=Pipeline)
+    model: SwitchModel = field(default_factory=SwitchModel)
     routes: list[tuple[int, int, int]] = field(default_factory=list)  # (prefix, length, port)
     port_map: dict[int, int] = field(default_factory=dict)  # ingress port -> egress port
     # Routes onto ECMP groups (prefix, length, group) and each group's member ports.
@@ -180,7 +180,7 @@ class SwitchModel:
         port = self.egress(frame, parsed, in_port)
         decision = Decision(job_id=None)
         if port is not None and not parsed.error and parsed.roce is not None and parsed.tver == 0:
-            decision = self.pipeline.process(parsed.roce, now, coin)
+            decision = self.model.process(parsed.roce, now, coin)
         marked = None
         if parsed.ipv4 is not None and frame[parsed.ipv4 + 1] & 0b11 in (0b01, 0b10):
             marked = with_ce(frame, parsed.ipv4)

@@ -15,7 +15,7 @@ from scapy.layers.inet import IP, TCP, UDP, IPOption_NOP
 from scapy.layers.l2 import Ether
 
 from conformance import packets as rp
-from conformance.frames import SwitchModel, parse, with_ce
+from conformance.frames import FrameModel, parse, with_ce
 from symphony.model.ecmp import next_hop
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ptf_tests"))
@@ -72,7 +72,7 @@ def test_ce_patch_keeps_a_correct_checksum_correct(ecn):
 
 
 def test_forwarding_longest_prefix_cross_connect_drop():
-    sw = SwitchModel(routes=[(0x0A000000, 8, 3), (0x0A000100, 24, 1)], port_map={0: 1})
+    sw = FrameModel(routes=[(0x0A000000, 8, 3), (0x0A000100, 24, 1)], port_map={0: 1})
     frame = bytes(rp.rocev2(opcode=rp.ACK, dst="10.0.1.9"))
     assert sw.handle(frame, 0, now=0).port == 1
     assert sw.handle(bytes(rp.rocev2(opcode=rp.ACK, dst="10.7.0.1")), 0, now=0).port == 3
@@ -85,7 +85,7 @@ def test_forwarding_longest_prefix_cross_connect_drop():
 def test_forwarding_onto_an_ecmp_group_follows_the_hash():
     """A route onto a group leaves on the member model/ecmp.py picks; without UDP (here TCP, and
     UDP behind IPv4 options, which the parser does not take to UDP) the ports hash as 0."""
-    sw = SwitchModel(
+    sw = FrameModel(
         routes=[(0x0A000100, 24, 1)],
         ecmp_routes=[(0x0A000000, 8, 7), (0x0A000200, 24, 9)],
         groups={7: (4, 2, 6)},

@@ -74,15 +74,15 @@ ACTIONS = (
 )
 
 # Registers and counters ----------------------------------------------------------------------
-# Per-job state field of the golden model (model.pipeline.JobState) -> register array on the
+# Per-job state field of the golden model (model.switch_model.JobState) -> register array on the
 # switch (index = Job_ID). alpha is stored minus one so that an all-zero slot is a new job.
 JOB_REGISTERS: dict[str, str] = {
     "step_min": f"{_JOB_STATE}.step_min",
     "psn_rec": f"{_JOB_STATE}.psn_rec",
     "step_max": f"{_JOB_STATE}.step_max",
-    "alpha": f"{_JOB_STATE}.alpha_m1",
-    "window_packets": f"{_JOB_STATE}.cnt_total",
-    "window_ahead_packets": f"{_JOB_STATE}.cnt_op",
+    "alpha": f"{_JOB_STATE}.alpha",
+    "window_packets": f"{_JOB_STATE}.window_packets",
+    "window_ahead_packets": f"{_JOB_STATE}.window_ahead_packets",
     "win_start": f"{_JOB_STATE}.win_start",
 }
 # Tofino2 only: eq. 5 as a running sum (docs/tofino.md); part of a job's state to clear on release.

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from evaluation.fabric.collectives import lockstep_bound_us
 from evaluation.fabric.dcqcn import DEFAULT_PROFILE, PROFILES
 from evaluation.fabric.rows import FIELDS
 from evaluation.fabric.scenarios import PRESETS, SCENARIOS, Run, scenario_runs
@@ -172,7 +173,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.profile:
         runs = [replace(r, cfg=replace(r.cfg, dcqcn=args.profile)) for r in runs]
     # Longest first, so the pool does not end on one slow run.
-    runs.sort(key=lambda r: -r.cfg.hosts * r.cfg.lockstep_bound_us())
+    runs.sort(key=lambda r: -r.cfg.hosts * lockstep_bound_us(r.cfg))
     args.out.mkdir(parents=True, exist_ok=True)
     store_path = args.out / STORE_NAME
     if args.fresh:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from evaluation.fabric.collectives import packets_per_npu
 from evaluation.fabric.dcqcn import DEFAULT_PROFILE, Dcqcn, profile
 from symphony.model.params import JobParams, QueueParams
 
@@ -191,11 +190,6 @@ class FabricConfig:
             return self.pfc_headroom_pkts
         one_way_bytes = self.link_gbps * self.prop_ns / 8
         return -(-int(3 * one_way_bytes) // self.mtu)
-
-    def lockstep_bound_us(self) -> float:
-        """Every NPU's sends back to back at its NIC's line rate, all passes: for a 1D ring
-        2(N-1) chunks, i.e. 2(N-1)/N x S/B with S = N x chunk."""
-        return packets_per_npu(self) * self.mtu * 8 / (self.link_gbps * 1000)
 
     def validate(self) -> FabricConfig:
         n = self.ring_size

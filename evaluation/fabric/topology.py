@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from evaluation.fabric.collectives import build_sends, dim_rings, ring_hosts
+from evaluation.fabric.collectives import build_sends, dim_rings, lockstep_bound_us, ring_hosts
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.ecmp import (
     NS3_DPORT,
@@ -33,7 +33,7 @@ from evaluation.fabric.ecmp import (
     ns3_choice,
     ns3_ip,
 )
-from symphony.model.pipeline import flow_slot
+from symphony.model.switch_model import flow_slot
 
 # Egress ports on a path, NIC first: NIC, ToR up, agg up, core down, agg down, ToR down.
 MAX_HOPS = 6
@@ -327,7 +327,7 @@ def background_sources(
     fabric_ports = np.arange(2 * cfg.hosts, fab.n_ports)  # every switch-to-switch link
     k = bg.bursts
     ports = rng.choice(fabric_ports, size=k) if k else np.zeros(0, dtype=np.int64)
-    horizon = 0.7 * cfg.lockstep_bound_us() * 1e6
+    horizon = 0.7 * lockstep_bound_us(cfg) * 1e6
     t0 = rng.uniform(0, horizon, size=k).astype(np.int64)
     t1 = t0 + round(bg.duration_us * 1e6)
     gap = np.full(k, round(cfg.mtu * 8 / bg.gbps * 1000), dtype=np.int64)

@@ -22,7 +22,7 @@ from symphony.jobs import validation as v
 from symphony.jobs.errors import JobError, Kind
 from symphony.jobs.store import BaseJobStore, Job
 from symphony.model import params as model_params
-from symphony.model.pipeline import JobState
+from symphony.model.switch_model import JobState
 from symphony.sizes import TICK_NS
 
 if TYPE_CHECKING:  # the sessions import the store and Job from jobs/: no cycle at run time

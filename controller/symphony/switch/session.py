@@ -42,7 +42,7 @@ from symphony import p4names
 from symphony.config import Config, SwitchConfig
 from symphony.foreground import Pause, next_turn
 from symphony.jobs.store import Job
-from symphony.model.pipeline import JobState
+from symphony.model.switch_model import JobState
 from symphony.sizes import WRITE_BATCH
 from symphony.switch import desired, entries, raw_read
 from symphony.switch.registers import JobRegisters, ThriftJobRegisters
