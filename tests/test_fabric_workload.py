@@ -21,6 +21,7 @@ from evaluation.fabric.config import FabricConfig, MiB
 from evaluation.fabric.ecmp import NS3_SPORT_BASE, ns3_hash, ns3_ip
 from evaluation.fabric.sim import pfc_free_buffer, simulate
 from evaluation.fabric.topology import Fabric, Workload, build_fabric, build_workload
+from symphony.model.ecmp import next_hop
 
 TWO_D = FabricConfig(topology="2d")  # Table 1: 32 nodes, 8 x 4
 SMALL_2D = FabricConfig(hosts=16, topology="2d", chunk_bytes=16 << 10)  # 4 x 4
@@ -179,6 +180,26 @@ def test_ns3_ecmp_gives_the_same_paths_on_every_seed(cfg: FabricConfig) -> None:
         )
     salted = [workload(cfg, s)[1].f_path for s in range(3)]
     assert not all(np.array_equal(p, salted[0]) for p in salted[1:])
+
+
+def test_switch_ecmp_takes_the_uplink_the_data_planes_hash_picks() -> None:
+    """ecmp "switch": each flow leaves its ToR on the uplink model/ecmp.py's next_hop picks
+    among the ToR's uplinks (sorted as the controller sorts a group's ports), the step in the
+    source port, RoCE's destination port: the bmv2 fabric's paths."""
+    addrs = tuple(0x0A000000 | (h // 4) << 8 | (h % 4 + 1) for h in range(8))
+    cfg = FabricConfig(hosts=8, tors=2, spines=2, rings=2, ecmp="switch", host_addrs=addrs)
+    fab, wl = workload(cfg)
+    uplinks: set[int] = set()
+    for f in range(wl.f_src.shape[0]):
+        src, dst = int(wl.f_src[f]), int(wl.f_dst[f])
+        if int(fab.tor_of[src]) == int(fab.tor_of[dst]):
+            continue
+        ups = fab.next_hops(int(fab.tor_of[src]), dst)
+        want = next_hop(ups, addrs[src], addrs[dst], 17, int(wl.f_sport[f]), 4791)
+        assert int(wl.f_path[f, 1]) == want
+        uplinks.add(want)
+    assert len(uplinks) == 4  # both uplinks of both ToRs carry some step
+    assert np.array_equal(workload(cfg, 1)[1].f_path, wl.f_path)  # the same on every seed
 
 
 def test_ns3_acks_hash_their_own_header() -> None:

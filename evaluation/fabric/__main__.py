@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--active-chunks", type=int, help="active-chunks-per-dimension")
     ap.add_argument("--passes", type=int, help="collectives back to back per NPU")
     ap.add_argument("--step-index", choices=("collective", "sport"), help="Symphony's step")
-    ap.add_argument("--ecmp", choices=("salted", "ns3"), help="ECMP hash")
+    ap.add_argument("--ecmp", choices=("salted", "ns3", "switch"), help="ECMP hash")
     ap.add_argument("--fabric", choices=("2tier", "nonblocking", "multipod"))
     ap.add_argument("--hosts", type=int, help="hosts (256/512: with --fabric multipod)")
     ap.add_argument("--spines", type=int, help="spines (aggs) per pod")
