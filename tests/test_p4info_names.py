@@ -23,10 +23,17 @@ from google.protobuf import text_format
 
 from symphony import p4names
 from symphony.config import PortConfig, Route, SwitchConfig
+from symphony.config.topology import NextHops
 from symphony.model import tables
 from symphony.model.params import JobParams, QueueParams
 from symphony.model.tables import TableEntrySpec
-from symphony.sizes import FLOW_SLOTS, MAX_JOBS, TICK_NS
+from symphony.sizes import (
+    ECMP_MEMBER_TABLE_SIZE,
+    FLOW_SLOTS,
+    MAX_JOBS,
+    ROUTE_TABLE_SIZE,
+    TICK_NS,
+)
 from symphony.switch import desired, entries
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,6 +102,16 @@ def test_per_job_arrays_are_sized_max_jobs(target: str) -> None:
 
 
 @pytest.mark.parametrize("target", TARGETS)
+def test_route_and_ecmp_sizes(target: str) -> None:
+    """sizes.ROUTE_TABLE_SIZE and ECMP_MEMBER_TABLE_SIZE (the config refuses a topology that
+    would not fit) are the P4 tables' sizes."""
+    info = _p4info(target)
+    tables_by_name = {t.preamble.name: t for t in info.tables}
+    assert tables_by_name[p4names.IPV4_LPM].size == ROUTE_TABLE_SIZE
+    assert tables_by_name[p4names.ECMP_MEMBER].size == ECMP_MEMBER_TABLE_SIZE
+
+
+@pytest.mark.parametrize("target", TARGETS)
 def test_every_generated_entry_encodes_with_the_declared_action_data(target: str) -> None:
     """Routes, cross-connects, queue ramps, lookup tables and a job's entries (its
     ``set_params`` action data derives from JobParams): each encodes against the P4Info, and
@@ -122,7 +139,12 @@ def _every_entry(target: str) -> list[TableEntrySpec]:
         routes=(Route(ipaddress.IPv4Network("10.0.0.0/24"), 0),),
     )
     prm = JobParams().to_action_params(TICK_NS[target])
-    specs = desired.base_entries(sw)
+    # A topology's routes: one next hop, and an ECMP group (ipv4_lpm set_ecmp_group, ecmp_member).
+    fib = (
+        NextHops(ipaddress.IPv4Network("10.0.1.1/32"), (0,)),
+        NextHops(ipaddress.IPv4Network("10.0.2.1/32"), (0, 1)),
+    )
+    specs = desired.base_entries(sw, fib)
     specs += tables.queue_mark_entries(2, QueueParams(10, 20, 0.5))
     specs += desired.entries_for(5, prm, tag=True, hosts=(0x0A000001,))
     return specs

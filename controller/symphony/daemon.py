@@ -24,6 +24,7 @@ from symphony import telemetry
 from symphony.api import auth as api_auth
 from symphony.api import server as api_server
 from symphony.config import Config, ConfigError
+from symphony.config.topology import routes_for
 from symphony.jobs import db_lock
 from symphony.jobs.db_lock import DatabaseInUse
 from symphony.jobs.errors import StoreError
@@ -65,7 +66,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"symphony-controller: {exc}", file=sys.stderr)
         return 2
     if args.check:
-        print(f"config OK: {len(cfg.switches)} switch(es), API on {cfg.api.listen}")
+        fabric = (
+            f", {len(cfg.topology.links)} link(s), {len(cfg.topology.hosts)} host(s)"
+            if cfg.topology is not None
+            else ""
+        )
+        print(f"config OK: {len(cfg.switches)} switch(es){fabric}, API on {cfg.api.listen}")
         return 0
     with contextlib.suppress(KeyboardInterrupt):
         try:
@@ -96,8 +102,11 @@ class Leading:
         if epoch is not None:
             m.forget_unknown_switches()  # a write: the leader's
         eid = None if epoch is None else election_id(epoch)
+        fibs = routes_for(self.cfg.topology) if self.cfg.topology is not None else {}
         sessions = {
-            sw.name: SwitchSession(sw, self.cfg, m, election_id=eid, fence=self.fence)
+            sw.name: SwitchSession(
+                sw, self.cfg, m, election_id=eid, fence=self.fence, fib=fibs.get(sw.name, ())
+            )
             for sw in self.cfg.switches
         }
         m.sessions.update(sessions)

@@ -21,6 +21,10 @@ _QUEUE_MARK = f"{EGRESS}.queue_mark"
 IPV4_LPM = f"{_FORWARD}.ipv4_lpm"
 PORT_MAP = f"{_FORWARD}.port_map"
 SET_EGRESS_PORT = f"{_FORWARD}.set_egress_port"
+# ECMP: ipv4_lpm's set_ecmp_group(group) sends the packet to ecmp_member {group, bucket}
+# (docs/design.md; the hash and the bucket fill: model/ecmp.py).
+SET_ECMP_GROUP = f"{_FORWARD}.set_ecmp_group"
+ECMP_MEMBER = f"{_FORWARD}.ecmp_member"
 
 JOB_BY_TAG = f"{_CLASSIFY}.job_by_tag"
 JOB_BY_SRC = f"{_CLASSIFY}.job_by_src"
@@ -45,6 +49,7 @@ SET_QUEUE_THRESHOLD = f"{_QUEUE_MARK}.set_threshold"
 
 TABLES = (
     IPV4_LPM,
+    ECMP_MEMBER,
     PORT_MAP,
     OPCODE_CLASS,
     JOB_BY_TAG,
@@ -58,6 +63,7 @@ TABLES = (
 )
 ACTIONS = (
     SET_EGRESS_PORT,
+    SET_ECMP_GROUP,
     SET_JOB,
     SET_PARAMS,
     SET_LOG_P,

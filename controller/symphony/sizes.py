@@ -18,6 +18,16 @@ FLOW_SLOTS = 65536
 QUEUE_DEPTH_LIMIT = 1 << 19
 # bmv2 v1model ports are 9 bits; 511 is the drop port, so real ports are 0..510.
 PORT_MAX = 510
+# forward.ipv4_lpm entries (p4src/shared/sizes.p4 ROUTE_TABLE_SIZE): a topology's routes (one per
+# host) and a switch's explicit routes must fit.
+ROUTE_TABLE_SIZE = 1024
+# ECMP (docs/design.md, p4src/shared/sizes.p4 ECMP_BUCKET_BITS): a route's equal-cost next hop is
+# chosen by the low ECMP_BUCKET_BITS bits of a CRC-32 of the 5-tuple; a group of n member ports
+# is ECMP_BUCKETS forward.ecmp_member entries, bucket b -> members[b % n] (model/ecmp.py).
+ECMP_BUCKET_BITS = 4
+ECMP_BUCKETS = 1 << ECMP_BUCKET_BITS
+# forward.ecmp_member entries (sizes.p4 ECMP_MEMBER_TABLE_SIZE): ECMP_BUCKETS per group.
+ECMP_MEMBER_TABLE_SIZE = 4096
 
 TARGETS = ("bmv2", "tofino2")
 # Ingress timestamp unit per target (docs/design.md "Timestamps"): T_win is written in ticks.

@@ -6,11 +6,11 @@ stored, and no switch is touched, for a refused request.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
+from symphony.config.addresses import unicast_ipv4
 from symphony.jobs.allocator import MODES
 from symphony.jobs.errors import JobError, invalid
 from symphony.model.params import ParamError, check_overrides
@@ -50,12 +50,9 @@ def job_id(value: int) -> int:
 
 def ipv4_host(value: str, field: str) -> str:
     try:
-        addr = ipaddress.IPv4Address(value)
-    except ValueError:
-        raise invalid(field, f"{value!r} is not an IPv4 address") from None
-    if addr.is_unspecified or addr.is_multicast or addr.is_reserved or int(addr) == 0xFFFFFFFF:
-        raise invalid(field, f"{value} is not a unicast host address")
-    return str(addr)
+        return str(unicast_ipv4(value))
+    except ValueError as exc:
+        raise invalid(field, str(exc)) from None
 
 
 def hosts(values: Iterable[str], job_mode: str) -> tuple[str, ...]:

@@ -40,6 +40,7 @@ from finsy.proto import p4r
 
 from symphony import p4names
 from symphony.config import Config, SwitchConfig
+from symphony.config.topology import Fib
 from symphony.foreground import Pause, next_turn
 from symphony.jobs.store import Job
 from symphony.model.pipeline import JobState
@@ -110,13 +111,15 @@ class SwitchSession:
         *,
         election_id: int | None = None,
         fence: Callable[[], None] | None = None,
+        fib: Fib = (),
     ) -> None:
         """``election_id``: a replicated controller's, derived from its lease epoch (None: finsy's
         default). ``fence`` raises while this process may not write (its lease is not known to
         be valid); it is called before every write, and with it the session also checks, before
         each bmv2 Thrift write (which no arbitration guards), that the switch still takes its
-        P4Runtime writes."""
+        P4Runtime writes. ``fib``: the switch's routes derived from the config's topology."""
         self.cfg = cfg
+        self.fib = fib
         self.election_id = election_id
         self.fence = fence
         self.config = config
@@ -279,9 +282,10 @@ class SwitchSession:
         return self._sw
 
     def _base_entries(self, schema: Any) -> dict[entries.EntryKey, p4r.TableEntry]:
-        # The base entries depend only on the config and the model: encode them once.
+        # The base entries depend only on the config, the fib and the model: encode them once.
         if self._base is None:
-            encoded = [entries.encode(s, schema) for s in desired.base_entries(self.cfg)]
+            specs = desired.base_entries(self.cfg, self.fib)
+            encoded = [entries.encode(s, schema) for s in specs]
             self._base = entries.index(encoded)
         return self._base
 
