@@ -14,6 +14,7 @@ from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
 from symphony.client import ApiError, Client
 from symphony.switch import desired
+from symphony.switch.session import SessionStatus
 from symphony_tools.ports import free_port
 
 FABRIC = ("leaf1", "leaf2", "leaf3", "spine1", "spine2")
@@ -142,3 +143,30 @@ def test_slurm_prolog_sends_hosts_only_without_a_switch_table(srv, tmp_path, cap
     assert "on leaf1, leaf3, spine1, spine2" in capsys.readouterr().err
     job = srv.store.get_by_name("slurm-77")
     assert job.switches == ("leaf1", "leaf3", "spine1", "spine2") and job.mode == "tag"
+
+
+class ReadySession:
+    """What the API reads of a session: its status."""
+
+    def __init__(self, name: str) -> None:
+        self.is_ready = True
+        self.status = SessionStatus(
+            name, "127.0.0.1:9561", "bmv2", state="ready", entries=7000, routes=6, ecmp_groups=1
+        )
+
+
+def test_switch_status_shows_every_switch_with_its_neighbours(srv, stub, capsys):
+    srv.manager.sessions["leaf1"] = ReadySession("leaf1")
+    got = {s.name: s for s in stub.SwitchStatus(pb.SwitchStatusRequest(), timeout=10).switches}
+    assert list(got) == list(FABRIC)
+    leaf1 = got["leaf1"]
+    assert (leaf1.state, leaf1.ports, leaf1.routes, leaf1.ecmp_groups) == ("ready", 4, 6, 1)
+    assert list(leaf1.neighbours) == ["0=h10", "1=h11", "2=spine1:0", "3=spine2:0"]
+    spine2 = got["spine2"]
+    assert spine2.state == "unmanaged" and spine2.last_error == "no session on this controller"
+    assert list(spine2.neighbours) == ["0=leaf1:3", "1=leaf2:3", "2=leaf3:3"]
+    assert cli.main(["--api", srv.cfg.api.listen, "switch", "status"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[:3] == ["leaf1", "bmv2", "ready"]
+    assert lines[2] == "  4 ports, 6 routes, 1 ECMP group; 0=h10 1=h11 2=spine1:0 3=spine2:0"
+    assert lines[-1] == "  3 ports; 0=leaf1:3 1=leaf2:3 2=leaf3:3"

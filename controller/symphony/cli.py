@@ -215,6 +215,12 @@ def render(args: argparse.Namespace, reply: Any) -> str:
                 f"{sw.connects:>8}  {sw.address}"
                 + (f"  ({sw.last_error})" if sw.last_error and sw.state != "ready" else "")
             )
+            if sw.neighbours:  # a topology: what is plugged where, and the routes now
+                facts = [f"{sw.ports} ports"]
+                if sw.state != "unmanaged":
+                    facts.append(f"{sw.routes} routes")
+                    facts.append(f"{sw.ecmp_groups} ECMP group{'s' * (sw.ecmp_groups != 1)}")
+                out.append(f"  {', '.join(facts)}; {' '.join(sw.neighbours)}")
     elif isinstance(reply, pb.SetParamsReply):
         if reply.HasField("job"):
             out.append("job parameters set")

@@ -108,6 +108,12 @@ class Topology:
     def hosts_on(self, switch: str) -> tuple[Host, ...]:
         return tuple(h for h in self.hosts if h.switch == switch)
 
+    def neighbour_labels(self, switch: str) -> tuple[str, ...]:
+        """What is plugged into each port, by port: ``2=spine1:0`` (a link), ``0=h1`` (a host)."""
+        items = [(port, f"{port}={peer}") for port, peer in self.neighbours(switch)]
+        items += [(h.port, f"{h.port}={h.name}") for h in self.hosts_on(switch)]
+        return tuple(label for _, label in sorted(items))
+
 
 def _adjacency(topo: Topology, down: frozenset[str]) -> dict[str, list[tuple[int, str]]]:
     """Switch -> (its port, the neighbour there), up switches and links between them only."""

@@ -99,6 +99,9 @@ class SessionStatus:
     jobs: int = 0
     # P4Runtime table updates written since the daemon started (a one-job change adds its own).
     updates: int = 0
+    # Routes the switch should hold now (explicit + from the topology), ECMP groups among them.
+    routes: int = 0
+    ecmp_groups: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -127,6 +130,7 @@ class SwitchSession:
         self.target: Target = target(cfg.target)
         self.pipeline = config.pipelines[cfg.target]
         self.status = SessionStatus(cfg.name, cfg.address, cfg.target)
+        self._count_routes()
         self._sw: finsy.Switch | None = None
         self._registers: JobRegisters | None = None
         self._lock = asyncio.Lock()
@@ -151,6 +155,10 @@ class SwitchSession:
     @property
     def name(self) -> str:
         return self.cfg.name
+
+    def _count_routes(self) -> None:
+        self.status.routes = len(self.cfg.routes) + len(self.fib)
+        self.status.ecmp_groups = len(desired.ecmp_groups(self.fib))
 
     @property
     def is_ready(self) -> bool:
