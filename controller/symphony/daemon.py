@@ -34,6 +34,7 @@ from symphony.jobs.migrations import SchemaTooNew
 from symphony.jobs.pg_store import PgJobStore
 from symphony.jobs.store import BaseJobStore, JobStore
 from symphony.replica import Replica, election_id
+from symphony.switch.fabric import Fabric
 from symphony.switch.session import SwitchSession
 
 LOG = logging.getLogger("symphony.daemon")
@@ -96,6 +97,7 @@ class Leading:
         self.collector = collector
         self.fence: Callable[[], None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self.fabric: Fabric | None = None
 
     async def start(self, epoch: int | None) -> None:
         m = self.manager
@@ -109,6 +111,12 @@ class Leading:
             )
             for sw in self.cfg.switches
         }
+        if self.cfg.topology is not None:
+            # Routes around a switch whose session lost it, and back when it is reconciled.
+            self.fabric = fabric = Fabric(self.cfg.topology, sessions)
+            for s in sessions.values():
+                s.on_down = lambda session: fabric.switch_down(session.name)
+                s.on_reconciled = lambda session: fabric.switch_up(session.name)
         m.sessions.update(sessions)
         self._tasks = [
             asyncio.create_task(s.run(), name=f"session:{n}") for n, s in sessions.items()
@@ -120,6 +128,9 @@ class Leading:
         )
 
     async def stop(self) -> None:
+        if self.fabric is not None:
+            self.fabric.close()  # sessions stopped on purpose: no switch is lost
+            self.fabric = None
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

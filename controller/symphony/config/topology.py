@@ -105,8 +105,20 @@ class Topology:
         out += [(lk.b.port, lk.a) for lk in self.links if lk.b.switch == switch]
         return tuple(sorted(out))
 
+    @cached_property
+    def _by_switch(self) -> dict[str, tuple[Host, ...]]:
+        out: dict[str, list[Host]] = {}
+        for h in self.hosts:
+            out.setdefault(h.switch, []).append(h)
+        return {sw: tuple(hs) for sw, hs in out.items()}
+
     def hosts_on(self, switch: str) -> tuple[Host, ...]:
-        return tuple(h for h in self.hosts if h.switch == switch)
+        return self._by_switch.get(switch, ())
+
+    @cached_property
+    def host_routes(self) -> dict[str, ipaddress.IPv4Network]:
+        """Host name -> its /32."""
+        return {h.name: ipaddress.IPv4Network(h.address) for h in self.hosts}
 
     def neighbour_labels(self, switch: str) -> tuple[str, ...]:
         """What is plugged into each port, by port: ``2=spine1:0`` (a link), ``0=h1`` (a host)."""
@@ -147,10 +159,6 @@ def _toward(
     return tuple(p for p, n in adj[switch] if dist.get(n, -1) == dist[switch] - 1)
 
 
-def _host_route(host: Host) -> ipaddress.IPv4Network:
-    return ipaddress.IPv4Network(host.address)
-
-
 def routes_for(topo: Topology, down: frozenset[str] = NONE_DOWN) -> dict[str, Fib]:
     """Every up switch's routes on the topology without the ``down`` switches and their links.
 
@@ -158,6 +166,7 @@ def routes_for(topo: Topology, down: frozenset[str] = NONE_DOWN) -> dict[str, Fi
     its packets are dropped at the first switch instead of being sent towards a dead end.
     """
     adj = _adjacency(topo, down)
+    prefix = topo.host_routes
     out: dict[str, list[NextHops]] = {s: [] for s in adj}
     for dest in adj:
         hosts = topo.hosts_on(dest)
@@ -166,11 +175,15 @@ def routes_for(topo: Topology, down: frozenset[str] = NONE_DOWN) -> dict[str, Fi
         dist = _distances(adj, dest)
         for sw, fib in out.items():
             if sw == dest:
-                fib += [NextHops(_host_route(h), (h.port,)) for h in hosts]
+                fib += [NextHops(prefix[h.name], (h.port,)) for h in hosts]
             elif sw in dist:
                 ports = _toward(adj, dist, sw)
-                fib += [NextHops(_host_route(h), ports) for h in hosts]
-    return {sw: tuple(sorted(fib)) for sw, fib in out.items()}
+                fib += [NextHops(prefix[h.name], ports) for h in hosts]
+    # By address (host routes are all /32): a deterministic order, cheaper than comparing networks.
+    return {
+        sw: tuple(sorted(fib, key=lambda nh: int(nh.prefix.network_address)))
+        for sw, fib in out.items()
+    }
 
 
 def path_switches(topo: Topology, ends: Iterable[str]) -> tuple[str, ...]:
