@@ -23,15 +23,15 @@ from google.protobuf import text_format
 
 from symphony import p4names
 from symphony.config import PortConfig, Route, SwitchConfig
-from symphony.config.topology import NextHops
 from symphony.model import tables
 from symphony.model.params import JobParams, QueueParams
 from symphony.model.tables import TableEntrySpec
 from symphony.sizes import (
+    ECMP_BUCKETS,
+    ECMP_GROUP_ID_MAX,
     ECMP_MEMBER_TABLE_SIZE,
     FLOW_SLOTS,
     MAX_JOBS,
-    ROUTE_TABLE_SIZE,
     TICK_NS,
 )
 from symphony.switch import desired, entries
@@ -102,13 +102,19 @@ def test_per_job_arrays_are_sized_max_jobs(target: str) -> None:
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_route_and_ecmp_sizes(target: str) -> None:
-    """sizes.ROUTE_TABLE_SIZE and ECMP_MEMBER_TABLE_SIZE (the config refuses a topology that
-    would not fit) are the P4 tables' sizes."""
+def test_ecmp_widths_and_sizes_are_the_python_ones(target: str) -> None:
+    """sizes.ECMP_BUCKETS is 2^(the bucket key's width), the group id fits its key and the
+    action's parameter, and the member table holds ECMP_MEMBER_TABLE_SIZE entries."""
     info = _p4info(target)
-    tables_by_name = {t.preamble.name: t for t in info.tables}
-    assert tables_by_name[p4names.IPV4_LPM].size == ROUTE_TABLE_SIZE
-    assert tables_by_name[p4names.ECMP_MEMBER].size == ECMP_MEMBER_TABLE_SIZE
+    member = _declared(info, "tables")[p4names.ECMP_MEMBER]
+    keys = {k.name: k for k in member.match_fields}
+    assert set(keys) == {"group", "bucket"}
+    assert all(k.match_type == p4info_pb2.MatchField.EXACT for k in keys.values())
+    assert 1 << keys["bucket"].bitwidth == ECMP_BUCKETS
+    assert (1 << keys["group"].bitwidth) - 1 == ECMP_GROUP_ID_MAX
+    assert member.size == ECMP_MEMBER_TABLE_SIZE
+    group_param = _declared(info, "actions")[p4names.SET_ECMP_GROUP].params
+    assert [(p.name, p.bitwidth) for p in group_param] == [("group", keys["group"].bitwidth)]
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -139,12 +145,18 @@ def _every_entry(target: str) -> list[TableEntrySpec]:
         routes=(Route(ipaddress.IPv4Network("10.0.0.0/24"), 0),),
     )
     prm = JobParams().to_action_params(TICK_NS[target])
-    # A topology's routes: one next hop, and an ECMP group (ipv4_lpm set_ecmp_group, ecmp_member).
-    fib = (
-        NextHops(ipaddress.IPv4Network("10.0.1.1/32"), (0,)),
-        NextHops(ipaddress.IPv4Network("10.0.2.1/32"), (0, 1)),
-    )
-    specs = desired.base_entries(sw, fib)
+    specs = desired.base_entries(sw)
+    specs += desired.ecmp_group_entries(1, (0, 1))
+    specs.append(desired.ecmp_route(0x0A010000, 16, 1))
     specs += tables.queue_mark_entries(2, QueueParams(10, 20, 0.5))
     specs += desired.entries_for(5, prm, tag=True, hosts=(0x0A000001,))
     return specs
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_route_table_size_is_the_python_one(target: str) -> None:
+    """sizes.ROUTE_TABLE_SIZE is forward.ipv4_lpm's size: the config refuses a switch whose
+    explicit and topology-derived routes would not fit."""
+    from symphony.sizes import ROUTE_TABLE_SIZE
+
+    assert _declared(_p4info(target), "tables")[p4names.IPV4_LPM].size == ROUTE_TABLE_SIZE

@@ -377,7 +377,7 @@ def test_two_links_per_spine_are_served(tmp_path):
 
 
 def test_too_many_ecmp_groups_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(topology, "ECMP_MEMBER_TABLE_SIZE", ECMP_BUCKETS)  # room for one group
+    monkeypatch.setattr(topology, "ECMP_GROUPS_MAX", 1)
     raw = {  # a reaches b over (1, 2) and c over (3, 4): two groups
         "switches": [switch("a", 5), switch("b", 3), switch("c", 3)],
         "links": [

@@ -21,8 +21,8 @@ _QUEUE_MARK = f"{EGRESS}.queue_mark"
 IPV4_LPM = f"{_FORWARD}.ipv4_lpm"
 PORT_MAP = f"{_FORWARD}.port_map"
 SET_EGRESS_PORT = f"{_FORWARD}.set_egress_port"
-# ECMP: ipv4_lpm's set_ecmp_group(group) sends the packet to ecmp_member {group, bucket}
-# (docs/design.md; the hash and the bucket fill: model/ecmp.py).
+# ECMP (docs/design.md "ECMP"): a route's set_ecmp_group(group), then ecmp_member's entry for
+# (group, bucket) -> set_egress_port; model/ecmp.py is the hash.
 SET_ECMP_GROUP = f"{_FORWARD}.set_ecmp_group"
 ECMP_MEMBER = f"{_FORWARD}.ecmp_member"
 

@@ -33,7 +33,7 @@ from itertools import combinations
 
 from symphony.config.errors import ConfigError
 from symphony.model.ecmp import bucket_members
-from symphony.sizes import ECMP_BUCKETS, ECMP_MEMBER_TABLE_SIZE
+from symphony.sizes import ECMP_BUCKETS, ECMP_GROUPS_MAX
 
 # Every switch is up.
 NONE_DOWN: frozenset[str] = frozenset()
@@ -284,11 +284,11 @@ def _check_connected(topo: Topology, index: Mapping[str, int]) -> None:
 def _check_groups(fibs: Mapping[str, Fib], index: Mapping[str, int]) -> None:
     for sw, fib in fibs.items():
         groups = {nh.ports for nh in fib if nh.ecmp}
-        if len(groups) * ECMP_BUCKETS > ECMP_MEMBER_TABLE_SIZE:
+        if len(groups) > ECMP_GROUPS_MAX:
             raise ConfigError(
                 f"switches[{index[sw]}].name",
-                f"{sw} needs {len(groups)} ECMP groups of {ECMP_BUCKETS} buckets, more than the"
-                f" member table's {ECMP_MEMBER_TABLE_SIZE} entries",
+                f"{sw} needs {len(groups)} ECMP groups, more than the member table holds"
+                f" ({ECMP_GROUPS_MAX} groups of {ECMP_BUCKETS} buckets)",
             )
 
 
@@ -314,6 +314,11 @@ def _check_buckets(topo: Topology) -> None:
                     if sw == dest:
                         continue
                     members = toward[sw]
+                    if len(members) > ECMP_BUCKETS:  # members past the buckets get none
+                        raise ConfigError(
+                            f"links[{link_of[Port(sw, members[ECMP_BUCKETS])]}]",
+                            _unserved(sw, members[ECMP_BUCKETS], members, src, dest, buckets),
+                        )
                     by_bucket = bucket_members(members)
                     for port in members:
                         got = {b for b in buckets if by_bucket[b] == port}

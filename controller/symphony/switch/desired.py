@@ -16,6 +16,7 @@ from symphony.jobs.store import Job
 from symphony.model import tables
 from symphony.model.ecmp import bucket_members
 from symphony.model.tables import TableEntrySpec
+from symphony.sizes import ECMP_GROUP_ID_MAX
 
 # Tables whose entries belong to one job; everything else is "base" (config + lookup tables).
 JOB_TABLES = (n.JOB_PARAMS, n.JOB_BY_TAG, n.JOB_BY_SRC)
@@ -32,7 +33,8 @@ def route(prefix: int, plen: int, port: int) -> TableEntrySpec:
 
 
 def ecmp_route(prefix: int, plen: int, group: int) -> TableEntrySpec:
-    """Packets to prefix/plen leave on a member of ECMP group ``group`` (by their hash)."""
+    """Packets to prefix/plen leave on a member of ECMP group `group` (see ecmp_group_entries)."""
+    _check_group(group)
     return TableEntrySpec(
         table=n.IPV4_LPM,
         match={"dst_addr": (prefix, plen)},
@@ -41,9 +43,11 @@ def ecmp_route(prefix: int, plen: int, group: int) -> TableEntrySpec:
     )
 
 
-def ecmp_members(group: int, ports: Sequence[int]) -> list[TableEntrySpec]:
-    """The group's ECMP_BUCKETS entries: bucket b -> ports[b % n], ports ascending
-    (model/ecmp.py, which the tests and the simulator predict a frame's path with)."""
+def ecmp_group_entries(group: int, members: Sequence[int]) -> list[TableEntrySpec]:
+    """The member table's entries of one group: every bucket -> its member port
+    (model.ecmp.bucket_members). Insert them before the routes that name the group, so that no
+    frame finds a route to an empty group (the member table's default drops it)."""
+    _check_group(group)
     return [
         TableEntrySpec(
             table=n.ECMP_MEMBER,
@@ -51,8 +55,23 @@ def ecmp_members(group: int, ports: Sequence[int]) -> list[TableEntrySpec]:
             action=n.SET_EGRESS_PORT,
             params={"port": port},
         )
-        for bucket, port in enumerate(bucket_members(ports))
+        for bucket, port in enumerate(bucket_members(members))
     ]
+
+
+def _check_group(group: int) -> None:
+    if not 0 < group <= ECMP_GROUP_ID_MAX:
+        raise ValueError(f"ecmp group {group}: ids are 1..{ECMP_GROUP_ID_MAX} (0 is no group)")
+
+
+def cross_connect(in_port: int, out_port: int) -> TableEntrySpec:
+    """Non-IPv4 traffic arriving on in_port leaves on out_port."""
+    return TableEntrySpec(
+        table=n.PORT_MAP,
+        match={"ingress_port": in_port},
+        action=n.SET_EGRESS_PORT,
+        params={"port": out_port},
+    )
 
 
 def ecmp_groups(fib: Sequence[NextHops]) -> dict[tuple[int, ...], int]:
@@ -68,7 +87,7 @@ def fib_entries(fib: Sequence[NextHops]) -> list[TableEntrySpec]:
     groups = ecmp_groups(fib)
     out: list[TableEntrySpec] = []
     for ports, group in groups.items():
-        out += ecmp_members(group, ports)
+        out += ecmp_group_entries(group, ports)
     for nh in fib:
         prefix, plen = int(nh.prefix.network_address), nh.prefix.prefixlen
         if nh.ecmp:
@@ -76,16 +95,6 @@ def fib_entries(fib: Sequence[NextHops]) -> list[TableEntrySpec]:
         else:
             out.append(route(prefix, plen, nh.ports[0]))
     return out
-
-
-def cross_connect(in_port: int, out_port: int) -> TableEntrySpec:
-    """Non-IPv4 traffic arriving on in_port leaves on out_port."""
-    return TableEntrySpec(
-        table=n.PORT_MAP,
-        match={"ingress_port": in_port},
-        action=n.SET_EGRESS_PORT,
-        params={"port": out_port},
-    )
 
 
 def base_entries(sw: SwitchConfig, fib: Sequence[NextHops] = ()) -> list[TableEntrySpec]:
