@@ -358,7 +358,7 @@ def test_the_controller_routes_around_a_killed_spine_and_back(tmp_path, fake_swi
         assert {t for sw, _, t in after} == {p4names.IPV4_LPM, p4names.ECMP_MEMBER}
         assert {sw for sw, _, _ in after} == {"leaf1", "leaf2"}
         assert sessions["leaf1"].status.ecmp_groups == 0
-        assert sessions["spine1"].status.state == "down"
+        assert sessions["spine1"].status.state in ("down", "connecting")  # retrying
         # A job allocated meanwhile waits for spine1 ("pending"), installed elsewhere.
         late = await manager.allocate("k2", "late", "tag", ["h11", "h21"], [], {})
         assert late.switches["spine1"].startswith("pending")
