@@ -151,3 +151,12 @@ def _every_entry(target: str) -> list[TableEntrySpec]:
     specs += tables.queue_mark_entries(2, QueueParams(10, 20, 0.5))
     specs += desired.entries_for(5, prm, tag=True, hosts=(0x0A000001,))
     return specs
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_route_table_size_is_the_python_one(target: str) -> None:
+    """sizes.ROUTE_TABLE_SIZE is forward.ipv4_lpm's size: the config refuses a switch whose
+    explicit and topology-derived routes would not fit."""
+    from symphony.sizes import ROUTE_TABLE_SIZE
+
+    assert _declared(_p4info(target), "tables")[p4names.IPV4_LPM].size == ROUTE_TABLE_SIZE

@@ -27,6 +27,9 @@ ECMP_GROUPS_MAX = ECMP_MEMBER_TABLE_SIZE // ECMP_BUCKETS
 ECMP_GROUP_ID_MAX = (1 << 16) - 1
 # bmv2 v1model ports are 9 bits; 511 is the drop port, so real ports are 0..510.
 PORT_MAX = 510
+# forward.ipv4_lpm entries (p4src/shared/sizes.p4 ROUTE_TABLE_SIZE): a topology's routes (one per
+# host) and a switch's explicit routes must fit.
+ROUTE_TABLE_SIZE = 1024
 
 TARGETS = ("bmv2", "tofino2")
 # Ingress timestamp unit per target (docs/design.md "Timestamps"): T_win is written in ticks.

@@ -1,7 +1,8 @@
 """What one switch should hold: the entries derived from the config and the jobs on its path.
 
-Pure functions of (switch config, jobs, parameters): the session diffs their result against what
-it reads from the switch. Names are the P4Info names of docs/design.md.
+Pure functions of (switch config, its routes derived from the topology, jobs, parameters): the
+session diffs their result against what it reads from the switch. Names are the P4Info names of
+docs/design.md.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 
 from symphony import p4names as n
 from symphony.config import SwitchConfig
+from symphony.config.topology import NextHops
 from symphony.jobs.store import Job
 from symphony.model import tables
 from symphony.model.ecmp import bucket_members
@@ -72,11 +74,36 @@ def cross_connect(in_port: int, out_port: int) -> TableEntrySpec:
     )
 
 
-def base_entries(sw: SwitchConfig) -> list[TableEntrySpec]:
-    """Routes, the non-IPv4 cross-connect, per-port queue marking and the lookup tables."""
+def ecmp_groups(fib: Sequence[NextHops]) -> dict[tuple[int, ...], int]:
+    """Member ports -> group id: one group per distinct member set, numbered 1.. in the order of
+    the sorted member sets (0 is never a group)."""
+    sets = sorted({nh.ports for nh in fib if nh.ecmp})
+    return {ports: i for i, ports in enumerate(sets, start=1)}
+
+
+def fib_entries(fib: Sequence[NextHops]) -> list[TableEntrySpec]:
+    """Routes derived from the topology: one next hop -> set_egress_port, several -> the
+    ECMP group of those ports (its member entries first)."""
+    groups = ecmp_groups(fib)
+    out: list[TableEntrySpec] = []
+    for ports, group in groups.items():
+        out += ecmp_group_entries(group, ports)
+    for nh in fib:
+        prefix, plen = int(nh.prefix.network_address), nh.prefix.prefixlen
+        if nh.ecmp:
+            out.append(ecmp_route(prefix, plen, groups[nh.ports]))
+        else:
+            out.append(route(prefix, plen, nh.ports[0]))
+    return out
+
+
+def base_entries(sw: SwitchConfig, fib: Sequence[NextHops] = ()) -> list[TableEntrySpec]:
+    """Routes (the switch's explicit ones and ``fib``, those derived from the topology), the
+    non-IPv4 cross-connect, per-port queue marking and the lookup tables."""
     out: list[TableEntrySpec] = []
     for r in sw.routes:
         out.append(route(int(r.prefix.network_address), r.prefix.prefixlen, r.port))
+    out += fib_entries(fib)
     for port in sw.ports:
         if port.peer is not None:
             out.append(cross_connect(port.port, port.peer))
