@@ -20,7 +20,7 @@ from symphony import daemon, p4names, telemetry
 from symphony.config.topology import NextHops, routes_for
 from symphony.jobs.manager import JobManager
 from symphony.jobs.store import JobStore
-from symphony.model.pipeline import JobState
+from symphony.model.switch_model import JobState
 from symphony.sizes import ECMP_BUCKETS
 from symphony.switch import entries, fabric
 from symphony.switch import session as session_mod
