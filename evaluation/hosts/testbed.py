@@ -19,6 +19,7 @@ import grpc
 
 from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
+from evaluation.hosts.losses import Iface, Link, LossMeter, Switch, Topology
 from symphony.switch.thrift_registers import Bmv2Thrift
 from symphony_tools.ports import free_port
 from symphony_tools.testbed import BMV2_JSON, P4INFO, Bmv2Env
@@ -60,6 +61,7 @@ class Testbed:
         self.api = f"127.0.0.1:{free_port()}"
         self.proc: subprocess.Popen | None = None
         self.thrift: Bmv2Thrift | None = None
+        self.meter: LossMeter | None = None
         self.channel: grpc.Channel | None = None
         self.stub: pb_grpc.JobServiceStub | None = None
         self._started_switch = False
@@ -77,6 +79,7 @@ class Testbed:
             self._start_controller()
             self.thrift = Bmv2Thrift("127.0.0.1", self.env.thrift_port)
             self.thrift.set_queue_depth(self.queue_depth)
+            self.meter = LossMeter(self.topology())
         except BaseException:
             self.__exit__()
             raise
@@ -93,6 +96,9 @@ class Testbed:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
         self.proc = None
+        if self.meter is not None:
+            self.meter.close()
+            self.meter = None
         if self.thrift is not None:
             self.thrift.close()
             self.thrift = None
@@ -149,6 +155,19 @@ class Testbed:
                 pass
             time.sleep(0.1)
         raise TestbedError(f"switch not ready after 60 s; see {self.run_dir}/controller.log")
+
+    def topology(self) -> Topology:
+        """The switch and its veth pairs, for the loss attribution (evaluation/hosts/losses.py)."""
+        ports = range(self.env.ports)
+        return Topology(
+            switches=(
+                Switch("s1", self.env.thrift_port, tuple((p, self.switch_iface(p)) for p in ports)),
+            ),
+            links=tuple(Link(Iface(self.env.host_if(p)), self.switch_iface(p)) for p in ports),
+        )
+
+    def switch_iface(self, port: int) -> Iface:
+        return Iface(self.env.switch_if(port))
 
     # -- jobs, through the controller's API -----------------------------------------------
     def allocate(self, name: str, **params: float | int | str) -> int:
