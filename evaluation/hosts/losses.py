@@ -121,10 +121,7 @@ class Snapshot:
 
     def minus(self, before: Snapshot) -> Snapshot:
         return Snapshot(
-            {
-                i: {k: v - before.ifaces[i][k] for k, v in c.items()}
-                for i, c in self.ifaces.items()
-            },
+            {i: {k: v - before.ifaces[i][k] for k, v in c.items()} for i, c in self.ifaces.items()},
             {
                 s: {
                     p: tuple(a - b for a, b in zip(c, before.switches[s][p], strict=True))  # type: ignore[misc]
@@ -234,9 +231,10 @@ class LossMeter:
         self.close()
 
     def snapshot(self) -> Snapshot:
-        return Snapshot(read_ifaces(self.topo.ifaces()), {
-            sw.name: self._switch(sw) for sw in self.topo.switches
-        })
+        return Snapshot(
+            read_ifaces(self.topo.ifaces()),
+            {sw.name: self._switch(sw) for sw in self.topo.switches},
+        )
 
     def _switch(self, sw: Switch) -> PortCounts:
         t = self._thrift.get(sw.name)

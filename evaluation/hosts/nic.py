@@ -15,9 +15,9 @@ No packet is retransmitted: every frame sent is accounted for, received or lost 
 
 from __future__ import annotations
 
+import errno
 import gc
 import random
-import errno
 import select
 import socket
 import time
