@@ -27,6 +27,7 @@ from tqdm import tqdm
 
 from evaluation.hosts import experiments as ex
 from evaluation.hosts import report, runs
+from evaluation.hosts.nic import RT_PRIORITY
 from evaluation.hosts.testbed import ROOT, Testbed
 
 PAPER_FIG9 = {  # the paper's sec. 4.7, A starting 500 ms late: flow completion times, ms
@@ -82,6 +83,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         default=3,
         help="how often a run the harness spoiled is redone (same seed) before giving up",
+    )
+    p.add_argument(
+        "--rt-priority",
+        type=int,
+        default=RT_PRIORITY,
+        help="SCHED_FIFO priority of the hosts' loop while a run lasts (0: normal scheduler)",
     )
     p.add_argument(
         "--fresh", action="store_true", help="discard the runs already in --out and start over"
@@ -167,8 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     ks = [float(k) for k in args.ks.split(",") if k]
     gates = ex.parse_gates(args.gates)
     offsets = [float(o) for o in args.offsets.split(",") if o]
-    pair_setup = ex.Setup(line_pps=args.line_pps)
-    ring_setup = ex.Setup(line_pps=args.ring_line_pps)
+    pair_setup = ex.Setup(line_pps=args.line_pps, rt_priority=args.rt_priority)
+    ring_setup = ex.Setup(line_pps=args.ring_line_pps, rt_priority=args.rt_priority)
     old_meta = json.loads((out / "meta.json").read_text()) if (out / "meta.json").is_file() else {}
     meta = {
         "command": " ".join(["python -m evaluation.hosts", *(argv or sys.argv[1:])]),
@@ -178,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         "queue_depth": args.queue_depth,
         "gates": gates,
         "max_reruns": args.max_reruns,
+        "rt_priority": args.rt_priority,
         "pair": {
             "line_pps": args.line_pps,
             "time_scale": pair_setup.scaled().scale,

@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 
 from evaluation.hosts.dcqcn import DcqcnConfig, Scaled
 from evaluation.hosts.losses import Losses, Snapshot
-from evaluation.hosts.nic import Fabric, Host, ReceiverQP, SenderQP, StepLog
+from evaluation.hosts.nic import RT_PRIORITY, Fabric, Host, ReceiverQP, SenderQP, StepLog
 from evaluation.hosts.testbed import Testbed
 
 PAYLOAD = 1024  # RoCE MTU 1024: 1082-byte frames on the wire (1098 with a RETH)
 T_WIN_REAL_US = 100.0  # the paper's T_win
 # A run's worst host lateness must stay below this fraction of the shortest scaled DCQCN period
 # (the CNP interval, then the timers): docs/experiments.md, "Spoiled runs".
-LATENESS_FRACTION = 0.25
+LATENESS_FRACTION = 0.5
 # A run in which nothing was sent or received for this long, with nothing left to send, lost a
 # frame it waits for (no retransmission): it ends there rather than at its time limit.
 STALL_S = 1.0
@@ -68,6 +68,7 @@ class Setup:
 
     line_pps: float  # each emulated link: bottleneck queue rate and NIC line rate
     dcqcn: DcqcnConfig = field(default_factory=DcqcnConfig)
+    rt_priority: int = RT_PRIORITY  # the hosts' loop under SCHED_FIFO (0: normal scheduler)
 
     def scaled(self) -> Scaled:
         return Scaled.of(self.dcqcn, self.line_pps, PAYLOAD + 58)
@@ -85,8 +86,10 @@ class Setup:
         return max(0.3, 20 / slowest_pps)
 
 
-def _hosts(tb: Testbed, ports: list[int]) -> list[Host]:
-    return [Host(p, tb.env.host_if(p)) for p in ports]
+def _fabric(tb: Testbed, setup: Setup, ports: list[int], seed: int) -> Fabric:
+    """The hosts behind `ports`, one event loop."""
+    hosts = [Host(p, tb.env.host_if(p)) for p in ports]
+    return Fabric(hosts, setup.scaled(), payload=PAYLOAD, seed=seed, rt_priority=setup.rt_priority)
 
 
 def _open(tb: Testbed, fab: Fabric) -> Snapshot:
@@ -108,6 +111,7 @@ def _harness_stats(fab: Fabric, losses: Losses) -> dict:
         "send_errors": fab.send_errors,
         "unexpected_frames": fab.unexpected,
         "max_lag_ms": max((qp.max_lag for qp in fab.senders.values()), default=0.0) * 1e3,
+        "realtime": fab.realtime,
     }
 
 
@@ -141,10 +145,9 @@ def run_pair(
     """Flow B (step 1, one step ahead) starts at 0; flow A (step 0, lagging) starts `offset`
     seconds later; both go from their own host through switch port 2 to host 2 (port 2's
     egress queue is the bottleneck). Returns one row of measurements."""
-    p = setup.scaled()
     tb.set_rates({0: setup.line_pps, 1: setup.line_pps, 2: setup.line_pps})
     job = tb.allocate(name, k=variant.k, gate_depth=variant.gate_depth, t_win_us=setup.t_win_us())
-    fab = Fabric(_hosts(tb, [0, 1, 2]), p, payload=PAYLOAD, seed=seed)
+    fab = _fabric(tb, setup, [0, 1, 2], seed)
     try:
         before = _open(tb, fab)
         b = fab.connect("B", 1, 2, tag=job)
@@ -202,10 +205,9 @@ def run_pair(
 
 def run_alone(tb: Testbed, setup: Setup, *, packets: int, seed: int, name: str) -> dict:
     """One flow alone through the bottleneck: the 'ideal' reference (its completion time)."""
-    p = setup.scaled()
     tb.set_rates({0: setup.line_pps, 2: setup.line_pps})
     job = tb.allocate(name, k=0.0, t_win_us=setup.t_win_us())
-    fab = Fabric(_hosts(tb, [0, 2]), p, payload=PAYLOAD, seed=seed)
+    fab = _fabric(tb, setup, [0, 2], seed)
     try:
         before = _open(tb, fab)
         a = fab.connect("A", 0, 2, tag=job)
@@ -264,13 +266,12 @@ def run_ring(
     predecessor. Every switch port's egress is an emulated link at line rate except
     `slow_port`, whose rate is divided by `slowdown`. Node start times are jittered uniformly
     in [0, jitter_s] (the small skews that the paper's snowball starts from)."""
-    p = setup.scaled()
     rates = {i: setup.line_pps for i in range(nodes)}
     rates[slow_port] = setup.line_pps / slowdown
     tb.set_rates(rates)
     job = tb.allocate(name, k=variant.k, gate_depth=variant.gate_depth, t_win_us=setup.t_win_us())
     rng = random.Random(seed)
-    fab = Fabric(_hosts(tb, list(range(nodes))), p, payload=PAYLOAD, seed=seed)
+    fab = _fabric(tb, setup, list(range(nodes)), seed)
     steps = 2 * (nodes - 1)
     qps: dict[tuple[int, int], SenderQP] = {}  # (channel, node) -> its QP to the successor
     try:
