@@ -28,7 +28,7 @@ from tqdm import tqdm
 from evaluation.hosts import experiments as ex
 from evaluation.hosts import report, runs
 from evaluation.hosts.nic import RT_PRIORITY
-from evaluation.hosts.testbed import ROOT, Testbed
+from evaluation.hosts.testbed import ROOT, SWITCH_RT_PRIORITY, Testbed
 
 PAPER_FIG9 = {  # the paper's sec. 4.7, A starting 500 ms late: flow completion times, ms
     "A_baseline": 1382,
@@ -89,6 +89,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         default=RT_PRIORITY,
         help="SCHED_FIFO priority of the hosts' loop while a run lasts (0: normal scheduler)",
+    )
+    p.add_argument(
+        "--switch-rt-priority",
+        type=int,
+        default=SWITCH_RT_PRIORITY,
+        help="SCHED_FIFO priority of bmv2's threads, below the hosts' (0: normal scheduler)",
     )
     p.add_argument(
         "--fresh", action="store_true", help="discard the runs already in --out and start over"
@@ -186,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         "gates": gates,
         "max_reruns": args.max_reruns,
         "rt_priority": args.rt_priority,
+        "switch_rt_priority": args.switch_rt_priority,
         "pair": {
             "line_pps": args.line_pps,
             "time_scale": pair_setup.scaled().scale,
@@ -207,7 +214,10 @@ def main(argv: list[str] | None = None) -> int:
     traces.mkdir(exist_ok=True)
     cells = Cells(out, args.max_reruns)
     t_start = time.perf_counter()
-    with Testbed(out / "run", queue_depth=args.queue_depth) as tb:
+    with Testbed(
+        out / "run", queue_depth=args.queue_depth, rt_priority=args.switch_rt_priority
+    ) as tb:
+        meta["switch_realtime"] = tb.realtime
         if args.only in (None, "pair"):
             t_alone = args.flow_packets / args.line_pps
             limit = pair_setup.lateness_limit_ms()

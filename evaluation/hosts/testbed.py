@@ -38,6 +38,15 @@ DEFAULT_ENV = replace(
 )
 
 
+# bmv2 runs under SCHED_FIFO at this priority (root only; 0 = the normal scheduler), below the
+# hosts' loop (nic.RT_PRIORITY) so the loop preempts it. With two CPU-bound processes beside it
+# on 2 cores, bmv2 at the normal priority fell behind its queue rate (a lone flow took 1.16-1.98
+# times its line time at 8000 packets/s, frames lost in its capture and in the queue that could
+# not drain); under SCHED_FIFO it kept the rate (1.001-1.003) and lost nothing
+# (docs/experiments.md, "The harness loses nothing by itself"). Its threads sleep when idle.
+SWITCH_RT_PRIORITY = 10
+
+
 class TestbedError(RuntimeError):
     pass
 
@@ -56,8 +65,11 @@ class Testbed:
         k_max: int = 100,
         p_max: float = 0.2,
         queue_depth: int = 1000,
+        rt_priority: int = SWITCH_RT_PRIORITY,
     ) -> None:
         self.env = env
+        self.rt_priority = rt_priority
+        self.realtime = False  # whether bmv2 got SCHED_FIFO
         self.run_dir = run_dir.resolve()  # the config resolves paths against its own folder
         self.queue = (k_min, k_max, p_max)
         self.queue_depth = queue_depth
@@ -79,6 +91,7 @@ class Testbed:
             self._bmv2("stop")  # a switch left over by an interrupted run
             self._bmv2("start")
             self._started_switch = True
+            self.realtime = self._switch_realtime()
             self._start_controller()
             self.thrift = Bmv2Thrift("127.0.0.1", self.env.thrift_port)
             self.thrift.set_queue_depth(self.queue_depth)
@@ -119,6 +132,18 @@ class Testbed:
         )
         if out.returncode != 0:
             raise TestbedError(f"bmv2_env/{action}.sh failed: {out.stderr.strip()}")
+
+    def _switch_realtime(self) -> bool:
+        """Every thread of bmv2 under SCHED_FIFO (threads it starts later inherit it)."""
+        if self.rt_priority <= 0:
+            return False
+        pid = int((self.env.run_dir / "switch.pid").read_text())
+        try:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                os.sched_setscheduler(int(tid), os.SCHED_FIFO, os.sched_param(self.rt_priority))
+        except (PermissionError, ProcessLookupError, FileNotFoundError):
+            return False
+        return True
 
     def _start_controller(self) -> None:
         k_min, k_max, p_max = self.queue
