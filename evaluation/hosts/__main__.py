@@ -214,6 +214,14 @@ def main(argv: list[str] | None = None) -> int:
     traces.mkdir(exist_ok=True)
     cells = Cells(out, args.max_reruns)
     t_start = time.perf_counter()
+    wall_before = old_meta.get("wall_s", 0.0)
+
+    def save_meta() -> None:
+        """meta.json after every run: an interrupted invocation's time still counts."""
+        meta["wall_s"] = wall_before + time.perf_counter() - t_start
+        meta["unresolved"] = cells.unresolved
+        (out / "meta.json").write_text(json.dumps(meta, indent=2, default=str))
+
     with Testbed(
         out / "run", queue_depth=args.queue_depth, rt_priority=args.switch_rt_priority
     ) as tb:
@@ -234,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
                 row = cells.run("exp 1 alone", f"seed {s}", one_alone, limit)
                 if row is not None:
                     alone.append(row)
+                save_meta()
             pairs = runs.RunLog(out / "fig9_runs.csv", ("variant", "offset_frac", "seed"))
             todo = [
                 (v, o, s)
@@ -266,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
                             {"variant": v.name, "offset": o, **row.pop("_trace")},
                         )
                     pairs.append(row)
+                save_meta()
             report.fig9_plots(
                 out, report.read_rows(pairs.path), report.load_pair_traces(traces), t_alone
             )
@@ -306,13 +316,12 @@ def main(argv: list[str] | None = None) -> int:
                             {"variant": v.name, "intervals": intervals},
                         )
                     rings.append(row)
+                save_meta()
             if rings.rows:
                 report.ring_plots(
                     out, report.read_rows(rings.path), report.load_ring_traces(traces)
                 )
-    meta["wall_s"] = old_meta.get("wall_s", 0.0) + time.perf_counter() - t_start
-    meta["unresolved"] = cells.unresolved
-    (out / "meta.json").write_text(json.dumps(meta, indent=2, default=str))
+    save_meta()
     return finish(out, meta)
 
 

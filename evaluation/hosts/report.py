@@ -191,7 +191,9 @@ def summary(out: Path, meta: dict, paper: dict) -> str:
             f"Link {pm['line_pps']:.0f} pkt/s = 10 Gb/s scaled by {pm['time_scale']:.0f}"
             f" (every DCQCN timer and T_win = {pm['t_win_us']:.0f} us scaled alike);"
             f" {pm['flow_packets']} packets of 1 KB per flow.",
-            f"One flow alone: {_spread([r['A_fct_s'] for r in alone], 1e3)} ms (median [min-max]).",
+            f"One flow alone: {_spread([r['A_fct_s'] for r in alone], 1e3)} ms (median [min-max];"
+            f" its line time {1e3 * pm['flow_packets'] / pm['line_pps']:.0f} ms: a longer one says"
+            " bmv2 did not keep its queue rate).",
             "",
             "Times in emulated ms, median [min-max] over the seeds; change vs baseline at the"
             " same offset.",

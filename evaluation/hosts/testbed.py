@@ -167,6 +167,9 @@ class Testbed:
             [sys.executable, "-m", "symphony.daemon", "--config", str(cfg)],
             stdout=log,
             stderr=subprocess.STDOUT,
+            # Its own session: a Ctrl-C stops the experiment, which then releases the run's job
+            # and stops the controller itself (the results so far are in the CSVs).
+            start_new_session=True,
         )
         log.close()
         self.channel = grpc.insecure_channel(self.api)
