@@ -39,7 +39,7 @@ PSN_MASK = (1 << 24) - 1
 # The loop runs under SCHED_FIFO at this priority (root only; 0 = the normal scheduler): on a
 # busy 2-core machine it cut the worst lateness of a run from 5-30 ms to about 1 ms
 # (docs/experiments.md, "The harness loses nothing by itself"). It sleeps in select() between
-# packets (it needs ~15 % of a core), and the kernel keeps 5 % of each second for other tasks.
+# packets (a run takes 37-56 % of a core), and the kernel keeps 5 % of each second for others.
 RT_PRIORITY = 20
 
 
