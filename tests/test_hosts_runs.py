@@ -57,6 +57,13 @@ def test_lateness_over_the_limit_spoils_the_run() -> None:
     assert why is not None and runs.reason_kinds(why) == ["host lateness"]
 
 
+def test_a_lone_flow_slower_than_its_line_time_spoils_the_run() -> None:
+    assert runs.judge(clean_row(link_stretch=1.02), LIMIT_MS) is None
+    why = runs.judge(clean_row(link_stretch=1.15), LIMIT_MS)
+    assert why is not None and runs.reason_kinds(why) == ["switch behind its queue rate"]
+    assert "1.15 x" in why
+
+
 def test_counters_that_do_not_add_up_spoil_the_run() -> None:
     why = runs.judge(clean_row(lost_unattributed=-1), LIMIT_MS)
     assert why is not None and runs.reason_kinds(why) == ["unattributed"]

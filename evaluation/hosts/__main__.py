@@ -55,7 +55,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python -m evaluation.hosts", description=__doc__.split("\n")[0]
     )
-    p.add_argument("--out", type=Path, default=ROOT / "build/experiments")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="results folder (default build/experiments, build/experiments-smoke with --smoke)",
+    )
     p.add_argument("--reps", type=int, default=5, help="repetitions per point (seeds 0..reps-1)")
     p.add_argument("--line-pps", type=float, default=4000.0, help="emulated link rate, packets/s")
     p.add_argument("--flow-packets", type=int, default=10000, help="experiment 1 flow size")
@@ -166,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:
         args.reps, args.flow_packets, args.chunk = 1, 2000, 300
         args.offsets, args.ks, args.ring_ks, args.gates = "0.5", "0.01", "0.01", ""
-    out: Path = args.out
+    default_out = "build/experiments-smoke" if args.smoke else "build/experiments"
+    out: Path = args.out or ROOT / default_out
     out.mkdir(parents=True, exist_ok=True)
     if args.report:
         return finish(out, json.loads((out / "meta.json").read_text()))

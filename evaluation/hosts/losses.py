@@ -272,7 +272,7 @@ class LossMeter:
             snap = self.snapshot()
             losses = attribute(snap.minus(before), self.topo, hosts)
             now = time.monotonic()
-            if losses.lost == 0 and losses.attributed == 0:
+            if losses.lost == 0 and not any(losses.places.values()):
                 return losses
             if last is None or last != (snap, hosts):
                 last, still_since = (snap, hosts), now

@@ -272,7 +272,7 @@ def summary(out: Path, meta: dict, paper: dict) -> str:
                 f" | {median([r['cnps'] for r in rs]):.0f}"
                 f" | {_total(rs, 'lost_queue')} | {_total(rs, 'reruns')} |"
             )
-        lines.append(_hosts_line(ring, rm))
+        lines += ["", _hosts_line(ring, rm)]
     lines += _losses_section(out, meta)
     lines.append("")
     return "\n".join(lines)
@@ -308,6 +308,13 @@ def _losses_section(out: Path, meta: dict) -> list[str]:
         sums = {p: _total(rows, f"lost_{p}") for p in (*PLACES, "unattributed")}
         return ", ".join(f"{p} {n}" for p, n in sums.items())
 
+    if not valid:
+        lines = ["", "## Where frames were lost", "", "No valid run."]
+        if spoiled:
+            lines.append(
+                f"Spoiled attempts: {len(spoiled)}; their losses by place: {places(spoiled)}."
+            )
+        return lines
     sent = _total(valid, "frames_sent")
     received = _total(valid, "frames_received")
     bad_sum = [r for r in valid if r.get("lost_unattributed", 0)]

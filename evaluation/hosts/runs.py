@@ -21,6 +21,10 @@ from typing import Any
 
 Row = dict[str, Any]
 SETTINGS_FILE = "settings.json"
+# A flow alone through the bottleneck may take this much longer than its line time (latency,
+# the first packet's start); past it bmv2 fell behind its queue rate, and the emulated link was
+# slower than stated (docs/experiments.md, "Spoiled runs").
+LINK_STRETCH_LIMIT = 1.05
 
 
 def judge(row: Row, lateness_limit_ms: float) -> str | None:
@@ -40,6 +44,11 @@ def judge(row: Row, lateness_limit_ms: float) -> str | None:
         reasons.append(f"unattributed {row['lost_unattributed']} (the counters do not add up)")
     if row.get("send_errors"):
         reasons.append(f"sends refused by the kernel: {row['send_errors']}")
+    stretch = float(row.get("link_stretch", 1.0))
+    if stretch > LINK_STRETCH_LIMIT:
+        reasons.append(
+            f"switch behind its queue rate: a lone flow took {stretch:.2f} x its line time"
+        )
     lag = float(row.get("max_lag_ms", 0.0))
     if lag > lateness_limit_ms:
         reasons.append(f"host lateness {lag:.1f} ms > {lateness_limit_ms:.1f} ms")
@@ -53,6 +62,7 @@ REASON_KINDS = (
     "frames lost by the harness",
     "unattributed",
     "sends refused",
+    "switch behind its queue rate",
     "host lateness",
     "incomplete",
 )
