@@ -123,13 +123,14 @@ class Snapshot:
         return Snapshot(
             {i: {k: v - before.ifaces[i][k] for k, v in c.items()} for i, c in self.ifaces.items()},
             {
-                s: {
-                    p: tuple(a - b for a, b in zip(c, before.switches[s][p], strict=True))  # type: ignore[misc]
-                    for p, c in ports.items()
-                }
+                s: {p: _minus(c, before.switches[s][p]) for p, c in ports.items()}
                 for s, ports in self.switches.items()
             },
         )
+
+
+def _minus(a: tuple[int, int, int], b: tuple[int, int, int]) -> tuple[int, int, int]:
+    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
 
 
 @dataclass
