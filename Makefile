@@ -28,6 +28,7 @@ help:
 	@echo "               (fabric_demo.p4) -> $(BUILD)/tofino2-fabric_demo/, each with a resource report"
 	@echo "make bench     bmv2 packet-rate ratio and controller install latency"
 	@echo "make experiment closed loop on bmv2 (DCQCN hosts, Fig. 9 and a ring) -> $(BUILD)/experiments/"
+	@echo "               (resumes an interrupted run; EXPERIMENT_ARGS=--fresh starts over)"
 	@echo "make experiment-long  Fig. 9 with 10x longer flows (~10 min) -> $(BUILD)/experiments-long/"
 	@echo "make evaluation  fabric simulator: every scenario, CSV + PNG -> $(BUILD)/evaluation/"
 	@echo "make shell     p4runtime-shell against the running switch (its own environment)"

@@ -8,6 +8,7 @@
 : "${SYMPHONY_LOG_LEVEL:=warn}"                # bmv2 log level: trace debug info warn error off
 : "${SYMPHONY_SWITCH:=simple_switch_grpc}"
 : "${SYMPHONY_VETH_BASE:=0}"                   # a second switch on one machine: e.g. 20
+: "${SYMPHONY_MTU:=9500}"                      # veth MTU; bmv2's capture ring holds 2 MB / (MTU + ~100)
 
 # Switch port i is veth(B+2i); its peer veth(B+2i+1) is where tests send and sniff.
 switch_if() { echo "veth$((SYMPHONY_VETH_BASE + 2 * $1))"; }

@@ -30,6 +30,7 @@ if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
 fi
 
 ifaces=()
+sw_ifaces=()
 for ((i = 0; i < SYMPHONY_PORTS; i++)); do
   sw=$(switch_if "$i") host=$(host_if "$i")
   if ! ip link show "$sw" >/dev/null 2>&1; then
@@ -39,10 +40,14 @@ for ((i = 0; i < SYMPHONY_PORTS; i++)); do
     # No IPv6 on test ports: router solicitations and MLD reports would be forwarded by the
     # switch and show up as unexpected packets in the tests.
     sysctl -qw "net.ipv6.conf.$intf.disable_ipv6=1" || true
-    ip link set "$intf" mtu 9500 up
+    ip link set "$intf" mtu "$SYMPHONY_MTU" up
   done
   ifaces+=(-i "$i@$sw")
+  sw_ifaces+=("$sw")
 done
+# With an offload on, libpcap sizes bmv2's capture ring for 64 KB frames: 32 of them. Off, the
+# ring holds 2 MB of MTU-sized frames (offload_off.py says why).
+python3 "$here/offload_off.py" "${sw_ifaces[@]}" || die "cannot turn the offloads off on ${sw_ifaces[*]}"
 
 grpc_port=${SYMPHONY_GRPC_ADDR##*:}
 for p in "$grpc_port" "$SYMPHONY_THRIFT_PORT"; do

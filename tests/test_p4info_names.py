@@ -32,6 +32,7 @@ from symphony.sizes import (
     ECMP_MEMBER_TABLE_SIZE,
     FLOW_SLOTS,
     MAX_JOBS,
+    PORT_SLOTS,
     TICK_NS,
 )
 from symphony.switch import desired, entries
@@ -85,8 +86,9 @@ def test_actions_belong_to_their_tables(target: str) -> None:
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_per_job_arrays_are_sized_max_jobs(target: str) -> None:
-    """sizes.MAX_JOBS is p4src/shared/sizes.p4's MAX_JOBS: the P4Info states the array sizes."""
+def test_arrays_are_sized_as_sizes_py_says(target: str) -> None:
+    """sizes.MAX_JOBS and sizes.PORT_SLOTS are p4src/shared/sizes.p4's: the P4Info states the
+    array sizes."""
     info = _p4info(target)
     registers = {r.preamble.name: r.size for r in info.registers}
     counters = {c.preamble.name: c.size for c in info.counters}
@@ -97,6 +99,8 @@ def test_per_job_arrays_are_sized_max_jobs(target: str) -> None:
         assert registers[name] == MAX_JOBS, name
     for name in p4names.JOB_COUNTERS.values():
         assert counters[name] == MAX_JOBS, name
+    for name in p4names.PORT_COUNTERS.values():
+        assert counters[name] == PORT_SLOTS, name
     if target == "bmv2":
         assert registers[p4names.FLOW_BASE] == FLOW_SLOTS
 

@@ -95,6 +95,14 @@ JOB_COUNTERS: dict[str, str] = {
     "marks": f"{_THROTTLE}.marks",
     "queue_marks": f"{_QUEUE_MARK}.marks",
 }
+# Per-port frame counters (index = port number; p4src/*/include/port_counters.p4): frames that
+# entered the pipeline by ingress port, frames ingress handed to each egress queue, frames that
+# left each queue. Read by the experiments' loss attribution (evaluation/hosts/losses.py).
+PORT_COUNTERS: dict[str, str] = {
+    "received": f"{INGRESS}.ports.received",
+    "enqueued": f"{INGRESS}.ports.enqueued",
+    "dequeued": f"{EGRESS}.ports.dequeued",
+}
 
 
 def names(target: str) -> dict[str, tuple[str, ...]]:
@@ -107,5 +115,5 @@ def names(target: str) -> dict[str, tuple[str, ...]]:
         "tables": TABLES,
         "actions": ACTIONS,
         "registers": registers,
-        "counters": tuple(JOB_COUNTERS.values()),
+        "counters": (*JOB_COUNTERS.values(), *PORT_COUNTERS.values()),
     }

@@ -30,6 +30,9 @@ PORT_MAX = 510
 # forward.ipv4_lpm entries (p4src/shared/sizes.p4 ROUTE_TABLE_SIZE): a topology's routes (one per
 # host) and a switch's explicit routes must fit.
 ROUTE_TABLE_SIZE = 1024
+# Cells of the per-port frame counters, one per 9-bit port number (p4src/shared/sizes.p4
+# PORT_SLOTS).
+PORT_SLOTS = 512
 
 TARGETS = ("bmv2", "tofino2")
 # Ingress timestamp unit per target (docs/design.md "Timestamps"): T_win is written in ticks.

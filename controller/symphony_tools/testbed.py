@@ -58,6 +58,7 @@ class Bmv2Env:
     veth_base: int = 0
     ports: int = PORTS
     run_dir: Path = REPO / "run/bmv2"
+    mtu: int = 9500
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Bmv2Env:
@@ -70,6 +71,7 @@ class Bmv2Env:
             veth_base=int(env.get("SYMPHONY_VETH_BASE") or d.veth_base),
             ports=int(env.get("SYMPHONY_PORTS") or d.ports),
             run_dir=Path(env.get("SYMPHONY_RUN_DIR") or d.run_dir),
+            mtu=int(env.get("SYMPHONY_MTU") or d.mtu),
         )
 
     @property
@@ -141,6 +143,7 @@ routes = [{routes}]
             "SYMPHONY_VETH_BASE": str(self.veth_base),
             "SYMPHONY_PORTS": str(self.ports),
             "SYMPHONY_RUN_DIR": str(self.run_dir),
+            "SYMPHONY_MTU": str(self.mtu),
         }
 
 

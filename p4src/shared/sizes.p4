@@ -37,5 +37,7 @@
 // Probability table domain: d in [0, 16 * 256).
 #define PROB_TABLE_SIZE 4096
 #define QUEUE_TABLE_SIZE 8192
+// Per-port frame counters (include/port_counters.p4): one cell per 9-bit port number.
+#define PORT_SLOTS 512
 
 #endif
