@@ -17,7 +17,7 @@ CONFIG ?= examples/bmv2.toml
 .PHONY: help setup build run fabric stop controller test unit ptf fuzz lint tofino2 bench experiment experiment-long evaluation shell clean
 
 help:
-	@echo "make setup     Python environment in $(VENV) (the package and its dev tools)"
+	@echo "make setup     Python environment in $(VENV) (the runtime, symphony-tools and the dev tools)"
 	@echo "make build     compile p4src for bmv2 -> $(BUILD)/bmv2/{symphony.json,symphony.p4info.txtpb}"
 	@echo "make run       build, start bmv2 (bmv2_env/start.sh) and the controller ($(CONFIG))"
 	@echo "make fabric    build, start a bmv2 leaf-spine (LEAVES=$(LEAVES) SPINES=$(SPINES)"
@@ -30,14 +30,17 @@ help:
 	@echo "               (fabric_demo.p4) -> $(BUILD)/tofino2-fabric_demo/, each with a resource report"
 	@echo "make bench     bmv2 packet-rate ratio and controller install latency"
 	@echo "make experiment closed loop on bmv2 (DCQCN hosts, Fig. 9 and a ring) -> $(BUILD)/experiments/"
+	@echo "               (resumes an interrupted run; EXPERIMENT_ARGS=--fresh starts over)"
 	@echo "make experiment-long  Fig. 9 with 10x longer flows (~10 min) -> $(BUILD)/experiments-long/"
 	@echo "make evaluation  fabric simulator: every scenario, CSV + PNG -> $(BUILD)/evaluation/"
 	@echo "make shell     p4runtime-shell against the running switch (its own environment)"
 
-$(VENV)/.installed: pyproject.toml
+# The runtime (symphony, with the dev tools) and the repository's tooling (symphony-tools,
+# controller/symphony_tools/pyproject.toml): two distributions, both editable.
+$(VENV)/.installed: pyproject.toml controller/symphony_tools/pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev]'
+	$(VENV)/bin/pip install -q -e '.[dev]' -e controller/symphony_tools
 	touch $@
 
 setup: $(VENV)/.installed

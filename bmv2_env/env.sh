@@ -8,8 +8,7 @@
 : "${SYMPHONY_LOG_LEVEL:=warn}"                # bmv2 log level: trace debug info warn error off
 : "${SYMPHONY_SWITCH:=simple_switch_grpc}"
 : "${SYMPHONY_VETH_BASE:=0}"                   # a second switch on one machine: e.g. 20
-: "${SYMPHONY_MTU:=9500}"                      # of every switch port (and host side)
-: "${SYMPHONY_NO_OFFLOAD:=0}"                  # 1: no TSO/GSO/GRO on switch ports (start.sh)
+: "${SYMPHONY_MTU:=9500}"                      # veth MTU; bmv2's capture ring holds 2 MB / (MTU + ~100)
 : "${SYMPHONY_INTERFACES:=}"                   # "PORT@IFNAME ...": existing interfaces as the
                                                # ports, instead of SYMPHONY_PORTS veth pairs
 

@@ -34,18 +34,11 @@ port_up() {
   # No IPv6 on test ports: router solicitations and MLD reports would be forwarded by the
   # switch and show up as unexpected packets in the tests.
   sysctl -qw "net.ipv6.conf.$1.disable_ipv6=1" || true
-  if [ "$SYMPHONY_NO_OFFLOAD" = 1 ]; then
-    # bmv2 reads its ports through libpcap, whose receive ring (2 MB) has slots of 64 KB on an
-    # interface with segmentation offloads and of MTU + 18 bytes without: 32 frames against
-    # ~219 at MTU 9500 and ~1300 at 1500, i.e. how long bmv2 may stall before its ports drop
-    # (docs/fabric.md).
-    ethtool -K "$1" tso off gso off gro off >/dev/null 2>&1 ||
-      die "cannot turn offloads off on $1 (SYMPHONY_NO_OFFLOAD=1): install ethtool"
-  fi
   ip link set "$1" mtu "$SYMPHONY_MTU" up
 }
 
 ifaces=()
+sw_ifaces=()
 if [ -n "$SYMPHONY_INTERFACES" ]; then
   # Ports named by the caller (the fabric, symphony_tools/fabric.py, made these veth ends: their
   # peers belong to other switches or to hosts' namespaces, so they are not created here).
@@ -55,6 +48,7 @@ if [ -n "$SYMPHONY_INTERFACES" ]; then
     ip link show "$intf" >/dev/null 2>&1 || die "interface $intf (port ${spec%%@*}) does not exist"
     port_up "$intf"
     ifaces+=(-i "$spec")
+    sw_ifaces+=("$intf")
   done
   port_names=$SYMPHONY_INTERFACES
 else
@@ -66,9 +60,13 @@ else
     port_up "$sw"
     port_up "$host"
     ifaces+=(-i "$i@$sw")
+    sw_ifaces+=("$sw")
   done
   port_names="0..$((SYMPHONY_PORTS - 1))"
 fi
+# With an offload on, libpcap sizes bmv2's capture ring for 64 KB frames: 32 of them. Off, the
+# ring holds 2 MB of MTU-sized frames (offload_off.py says why).
+python3 "$here/offload_off.py" "${sw_ifaces[@]}" || die "cannot turn the offloads off on ${sw_ifaces[*]}"
 
 grpc_port=${SYMPHONY_GRPC_ADDR##*:}
 for p in "$grpc_port" "$SYMPHONY_THRIFT_PORT"; do

@@ -20,9 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-from conformance.adapters import in_process
+from conformance.adapters import in_process, registered
 from conformance.adapters.bmv2_ptf import PACKETS_ENV, SEED_ENV, TRACES_ENV
-from conformance.adapters.kernel import KernelAdapter
 from conformance.faults import AlphaPlusTwo, Perturbed
 from conformance.implementation import Implementation
 from conformance.runner import report, run_suite
@@ -35,15 +34,15 @@ def injected(name: str) -> Implementation:
     """A deliberately broken implementation, by name."""
     if name == "alpha+2":
         return AlphaPlusTwo()
-    if name.startswith("kernel:"):  # kernel:<JobState field or decision column>
-        what = name.split(":", 1)[1]
-        kernel = KernelAdapter()
+    plugins = registered()
+    impl, _, what = name.partition(":")  # kernel:<JobState field or decision column>
+    if what and impl in plugins:
+        inner = plugins[impl]()
         return (
-            Perturbed(kernel, column=what)
-            if what in kernel.exposes
-            else Perturbed(kernel, state=what)
+            Perturbed(inner, column=what) if what in inner.exposes else Perturbed(inner, state=what)
         )
-    raise SystemExit(f"unknown fault {name!r} (alpha+2, kernel:<field>)")
+    faults = ", ".join(["alpha+2", *(f"{p}:<field>" for p in plugins)])
+    raise SystemExit(f"unknown fault {name!r} ({faults})")
 
 
 def run_ptf(traces: int, packets: int, seed: int) -> int:

@@ -19,7 +19,7 @@ from conformance.adapters.model import ModelAdapter
 from conformance.implementation import COLUMNS, Implementation, Row, row_of
 from conformance.traces import Trace, TracePacket
 from symphony.model import arithmetic as ar
-from symphony.model.pipeline import JobState
+from symphony.model.switch_model import JobState
 
 
 class AlphaPlusTwo(ModelAdapter):
@@ -28,11 +28,11 @@ class AlphaPlusTwo(ModelAdapter):
         self.name = f"{self.name}+alpha-fault"
 
     def process(self, tp: TracePacket) -> Row:
-        job = self.pipeline.classify(tp.pkt)
-        before = self.pipeline.state(job).alpha if job is not None else 0
+        job = self.model.classify(tp.pkt)
+        before = self.model.state(job).alpha if job is not None else 0
         row = super().process(tp)
         if job is not None:
-            st = self.pipeline.jobs[job]
+            st = self.model.jobs[job]
             if st.alpha > before:
                 st.alpha = min(st.alpha + 1, ar.ALPHA_LIMIT)
         return row

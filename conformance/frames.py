@@ -1,11 +1,12 @@
 """What one switch does with any Ethernet frame, not only well-formed RoCEv2 (SPEC 1, 4.5, 6).
 
-`pipeline.Pipeline` models Symphony's per-packet algorithm on a parsed packet. This module is
+`switch_model.SwitchModel` models Symphony's per-packet algorithm on a parsed packet. This module is
 the layer around it that the bmv2 program has too: its parser (which headers a frame yields, and
-where it stops with a parser error), its plain forwarding (IPv4 longest prefix, else the ingress
-port's cross-connect, else drop) and its ECN rewrite with the incremental IPv4 checksum patch.
+where it stops with a parser error), its plain forwarding (IPv4 longest prefix onto a port or an
+ECMP group, else the ingress port's cross-connect, else drop) and its ECN rewrite with the
+incremental IPv4 checksum patch.
 The packet fuzzer (ptf_tests/test_fuzz.py) sends arbitrary frames through bmv2 and through
-`SwitchModel.handle` and compares output frames and state.
+`FrameModel.handle` and compares output frames and state.
 
 Parser semantics, as p4src/v1model/include/parser.p4 has them (docs/robustness.md):
 - Ethernet, then IPv4 only for EtherType 0x0800 (a VLAN tag or IPv6 ends parsing: not IPv4);
@@ -22,8 +23,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from symphony.model.ecmp import next_hop
 from symphony.model.opcodes import RETH_OPCODES
-from symphony.model.pipeline import Decision, Pipeline, RocePacket
+from symphony.model.switch_model import Decision, RocePacket, SwitchModel
 
 ETH_LEN = 14
 IPV4_LEN = 20
@@ -41,6 +43,7 @@ class Parsed:
     """The parser's outcome for one frame."""
 
     ipv4: int | None = None  # offset of the IPv4 header when it was extracted
+    udp: int | None = None  # offset of the UDP header when it was extracted
     roce: RocePacket | None = None  # set when the parser reached the end of BTH (and RETH)
     tver: int = 0  # the BTH transport version, when there is a BTH
     error: bool = False  # a header the parser wanted did not fit in the frame
@@ -48,6 +51,17 @@ class Parsed:
     def dst_addr(self, frame: bytes) -> int:
         assert self.ipv4 is not None
         return int.from_bytes(frame[self.ipv4 + 16 : self.ipv4 + 20], "big")
+
+    def five_tuple(self, frame: bytes) -> tuple[int, int, int, int, int]:
+        """What the ECMP hash reads (model/ecmp.py): the UDP ports are 0 without a UDP header."""
+        assert self.ipv4 is not None
+        ip = self.ipv4
+        src = int.from_bytes(frame[ip + 12 : ip + 16], "big")
+        sport = dport = 0
+        if self.udp is not None:
+            sport = int.from_bytes(frame[self.udp : self.udp + 2], "big")
+            dport = int.from_bytes(frame[self.udp + 2 : self.udp + 4], "big")
+        return src, self.dst_addr(frame), frame[ip + 9], sport, dport
 
 
 def parse(frame: bytes) -> Parsed:
@@ -69,14 +83,14 @@ def parse(frame: bytes) -> Parsed:
     if len(frame) < udp + UDP_LEN:
         return Parsed(ipv4=ip, error=True)
     if int.from_bytes(frame[udp + 2 : udp + 4], "big") != UDP_PORT_ROCEV2:
-        return Parsed(ipv4=ip)
+        return Parsed(ipv4=ip, udp=udp)
     bth = udp + UDP_LEN
     if len(frame) < bth + BTH_LEN:
-        return Parsed(ipv4=ip, error=True)
+        return Parsed(ipv4=ip, udp=udp, error=True)
     opcode = frame[bth]
     tver = frame[bth + 1] & 0xF
     if opcode in RETH_OPCODES and len(frame) < bth + BTH_LEN + RETH_LEN:
-        return Parsed(ipv4=ip, tver=tver, error=True)
+        return Parsed(ipv4=ip, udp=udp, tver=tver, error=True)
     roce = RocePacket(
         src=int.from_bytes(frame[ip + 12 : ip + 16], "big"),
         step=int.from_bytes(frame[udp : udp + 2], "big"),
@@ -86,7 +100,7 @@ def parse(frame: bytes) -> Parsed:
         tag=((frame[bth + 4] & 0x3F) << 7) | (frame[bth + 8] & 0x7F),
         ecn=frame[ip + 1] & 0b11,
     )
-    return Parsed(ipv4=ip, roce=roce, tver=tver)
+    return Parsed(ipv4=ip, udp=udp, roce=roce, tver=tver)
 
 
 def ones_complement_patch(checksum: int, old_word: int, new_word: int) -> int:
@@ -128,24 +142,36 @@ class Outcome:
 
 
 @dataclass
-class SwitchModel:
-    """One bmv2 switch: forwarding rules around a Symphony `Pipeline` (no queue marking)."""
+class FrameModel:
+    """One bmv2 switch: forwarding rules around a Symphony `SwitchModel` (no queue marking)."""
 
-    pipeline: Pipeline = field(default_factory=Pipeline)
+    model: SwitchModel = field(default_factory=SwitchModel)
     routes: list[tuple[int, int, int]] = field(default_factory=list)  # (prefix, length, port)
     port_map: dict[int, int] = field(default_factory=dict)  # ingress port -> egress port
+    # Routes onto ECMP groups (prefix, length, group) and each group's member ports.
+    ecmp_routes: list[tuple[int, int, int]] = field(default_factory=list)
+    groups: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
     def egress(self, frame: bytes, parsed: Parsed, in_port: int) -> int | None:
-        """forward.p4: IPv4 by longest prefix (miss: drop), anything else by ingress port."""
+        """forward.p4: IPv4 by longest prefix onto a port or an ECMP group's member (miss, or a
+        group without members: drop), anything else by ingress port."""
         if parsed.ipv4 is None:
             return self.port_map.get(in_port)
         dst = parsed.dst_addr(frame)
-        best: tuple[int, int] | None = None
-        for prefix, length, port in self.routes:
+        best: tuple[int, int | None, int | None] | None = None  # (length, port, group)
+        targets = [(p, n, port, None) for p, n, port in self.routes]
+        targets += [(p, n, None, group) for p, n, group in self.ecmp_routes]
+        for prefix, length, port, group in targets:
             mask = ((1 << length) - 1) << (32 - length) if length else 0
             if dst & mask == prefix & mask and (best is None or length > best[0]):
-                best = (length, port)
-        return None if best is None else best[1]
+                best = (length, port, group)
+        if best is None:
+            return None
+        _, port, group = best
+        if group is None:
+            return port
+        members = self.groups.get(group)
+        return next_hop(members, *parsed.five_tuple(frame)) if members else None
 
     def handle(self, frame: bytes, in_port: int, now: int, coin: int | None = None) -> Outcome:
         """The frame through the switch: forwarding, then (forwarded, parsed without error, a
@@ -154,7 +180,7 @@ class SwitchModel:
         port = self.egress(frame, parsed, in_port)
         decision = Decision(job_id=None)
         if port is not None and not parsed.error and parsed.roce is not None and parsed.tver == 0:
-            decision = self.pipeline.process(parsed.roce, now, coin)
+            decision = self.model.process(parsed.roce, now, coin)
         marked = None
         if parsed.ipv4 is not None and frame[parsed.ipv4 + 1] & 0b11 in (0b01, 0b10):
             marked = with_ce(frame, parsed.ipv4)

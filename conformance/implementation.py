@@ -15,7 +15,7 @@ from typing import Protocol
 import numpy as np
 
 from conformance.traces import Trace, TracePacket
-from symphony.model.pipeline import JobState
+from symphony.model.switch_model import JobState
 
 # The decision columns of one packet: its job (0: untracked), p (-1: unknown), the coin
 # threshold, the Symphony mark (0 or 1; -1: the implementation cannot tell) and the ECN

@@ -30,7 +30,7 @@ from symphony.model.opcodes import (  # noqa: F401  (re-exported: the builders' 
     WRITE_ONLY,
     WRITE_ONLY_IMM,
 )
-from symphony.model.pipeline import RocePacket
+from symphony.model.switch_model import RocePacket
 
 ROCEV2_PORT = 4791
 

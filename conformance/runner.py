@@ -19,7 +19,7 @@ from conformance.adapters.model import ModelAdapter
 from conformance.implementation import COLUMNS, JOB, MARK, THRESHOLD, Implementation, P
 from conformance.traces import Trace
 from symphony.model import arithmetic as ar
-from symphony.model.pipeline import JobState
+from symphony.model.switch_model import JobState
 
 
 @dataclass(frozen=True)

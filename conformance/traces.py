@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from symphony.model import arithmetic as ar
 from symphony.model import opcodes as op
 from symphony.model.params import T_WIN_MAX_TICKS, JobParams, PsnMode
-from symphony.model.pipeline import RocePacket
+from symphony.model.switch_model import RocePacket
 from symphony.sizes import BMV2_TICK_NS, FLOW_SLOTS, MAX_JOBS, TAG_MAX
 
 TICK_NS = BMV2_TICK_NS

@@ -11,7 +11,7 @@ Registers and counters are read and cleared through the controller's own interfa
 needs only its implementation of that interface in `_registers` (and its way to shape egress
 queues in `set_queue_marking`, which on bmv2 is the Thrift queue-rate call).
 
-Each helper mirrors what it writes into `self.model`, a golden-model Pipeline, so a test can
+Each helper mirrors what it writes into `self.model`, a golden-model SwitchModel, so a test can
 send packets to both and compare (`assert_state`). The window timestamp (`win_start`) is the
 switch's clock, volatile by nature: comparisons mask it.
 """
@@ -32,7 +32,7 @@ from scapy.layers.l2 import Ether
 from conformance.packets import ip_to_int, parsed_view
 from symphony.model import tables
 from symphony.model.params import JobParams, QueueParams
-from symphony.model.pipeline import Decision, JobState, Pipeline, symphony_ce
+from symphony.model.switch_model import Decision, JobState, SwitchModel, symphony_ce
 from symphony.model.tables import TableEntrySpec
 from symphony.p4names import FLOW_BASE, JOB_REGISTERS
 from symphony.sizes import BMV2_TICK_NS, MAX_JOBS
@@ -96,7 +96,7 @@ class SymphonyTest(BaseTest):
         self.dataplane = ptf.dataplane_instance
         self.dataplane.flush()
         self.sw, self.registers, self.thrift = _Shared.get()
-        self.model = Pipeline()
+        self.model = SwitchModel()
         self._written: list[TableEntrySpec] = []
         self._params: dict[int, JobParams] = {}  # what each job was installed with
         self._queue_rates_set = False
@@ -117,7 +117,7 @@ class SymphonyTest(BaseTest):
             self.thrift.set_queue_rate(0)  # 0 = no rate limit again
             self.thrift.set_queue_depth(BMV2_QUEUE_DEPTH)
             self._queue_rates_set = False
-        self.model = Pipeline()
+        self.model = SwitchModel()
         self._params = {}
 
     # Writes --------------------------------------------------------------------------------

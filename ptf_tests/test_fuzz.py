@@ -1,6 +1,6 @@
 """Packet fuzzing: seeded valid and mutated frames through bmv2 and the golden model.
 
-Every frame (fuzz_frames.generate) goes to the switch and to `SwitchModel.handle`, the model's
+Every frame (fuzz_frames.generate) goes to the switch and to `FrameModel.handle`, the model's
 parser, forwarding and Symphony pipeline. Checked (docs/robustness.md):
 - each frame leaves on the port the model names, or nowhere when the model drops it, and what
   leaves is the frame the model allows: the input unchanged, or with ECN set to CE and the IPv4
@@ -26,8 +26,8 @@ import finsy as fy
 from base_test import SymphonyTest
 from fuzz_frames import generate
 
-from conformance.frames import Outcome, SwitchModel
-from symphony.model.pipeline import JobState
+from conformance.frames import FrameModel, Outcome
+from symphony.model.switch_model import JobState
 from symphony.p4names import FLOW_BASE, JOB_COUNTERS, JOB_REGISTERS
 from symphony_tools import testbed
 
@@ -81,7 +81,7 @@ class PacketFuzzAgainstModel(SymphonyTest):
         plan = generate(SEED, PACKETS)
         self.install_plans(plan.jobs)
         routes, port_map = forwarding_rules()
-        model = SwitchModel(self.model, routes, port_map)
+        model = FrameModel(self.model, routes, port_map)
         mismatches: list[str] = []
         kinds: Counter[str] = Counter()
         invisible: Counter[int] = Counter()  # coin marks the output cannot show, per job

@@ -4,7 +4,7 @@ from base_test import T_WIN_ALWAYS_US, T_WIN_NEVER_US, SymphonyTest
 
 from conformance import packets as rp
 from symphony.model.params import JobParams
-from symphony.model.pipeline import flow_slot, pack_flow
+from symphony.model.switch_model import flow_slot, pack_flow
 from symphony.p4names import FLOW_BASE
 
 JOB = 5

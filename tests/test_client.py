@@ -38,7 +38,9 @@ def test_every_method_sync(srv):
         assert got.job.job_id == r.job.job_id and got.live[0].switch == "s1"
         assert got.job.params.k == pytest.approx(0.05) and got.job.params.n_sample == 8
         assert c.set_params({"tau": 0.25}, job="bert").job.params.tau == 0.25
-        assert c.switch_status() == []  # this server runs no switch sessions
+        # Every configured switch; this server runs no switch sessions.
+        status = c.switch_status()
+        assert [(s.name, s.state) for s in status] == [("s1", "unmanaged"), ("s2", "unmanaged")]
         assert c.release(r.job.job_id).job.state in ("releasing", "released")
         with pytest.raises(ApiError) as err:
             c.get("nope")
@@ -67,7 +69,7 @@ def test_every_method_async(srv):
             assert [s.switch for s in (await c.get("gpt")).live] == ["s1", "s2"]
             reply = await c.set_params({"alpha_max": 4})
             assert getattr(reply, "global").alpha_max == 4
-            assert await c.switch_status() == []
+            assert [s.state for s in await c.switch_status()] == ["unmanaged"] * 2
             assert (await c.release("gpt")).job.state == "releasing"  # its switches are down
             assert (await c.release("gone", missing_ok=True)).job.state == "released"
             with pytest.raises(ApiError):

@@ -13,7 +13,6 @@ import pytest
 
 from conformance.adapters import in_process
 from conformance.adapters.bmv2_ptf import Bmv2PtfAdapter
-from conformance.adapters.kernel import KernelAdapter
 from conformance.adapters.model import ModelAdapter
 from conformance.adapters.t2na import T2naModelAdapter
 from conformance.faults import AlphaPlusTwo, Perturbed
@@ -23,10 +22,11 @@ from conformance.runner import Result, report, run_suite
 from conformance.traces import GAPS, Trace, TracePacket, generate, trace_set
 from evaluation.fabric import golden_diff
 from evaluation.fabric import symphony_kernel as sk
+from evaluation.fabric.conformance_adapter import KernelAdapter
 from symphony.model import arithmetic as ar
 from symphony.model.opcodes import is_first, is_last, is_tracked_opcode
 from symphony.model.params import T_WIN_MAX_TICKS, JobParams
-from symphony.model.pipeline import JobState, Pipeline, ecn_out
+from symphony.model.switch_model import JobState, SwitchModel, ecn_out
 from symphony.p4names import FLOW_BASE
 from symphony.sizes import FLOW_SLOTS
 
@@ -125,7 +125,7 @@ class OwnCoinModel(ModelAdapter):
     def process(self, tp: TracePacket) -> Row:
         job, p, thr, mark, ecn = super().process(replace(tp, coin=self.rng.randrange(1 << 24)))
         if self.fault and job and thr == 0 and tp.pkt.ecn == 0b10:
-            self.pipeline.jobs[job].marks += 1
+            self.model.jobs[job].marks += 1
             return (job, p, thr, 1, 0b11)
         return (job, p, thr, mark, ecn)
 
@@ -171,7 +171,7 @@ class ModelSwitch:
     bridge on the real switch. The real one runs in ptf_tests/test_conformance.py."""
 
     def __init__(self) -> None:
-        self.pl = Pipeline()
+        self.pl = SwitchModel()
         self.clock = 12_345
         self.rng = random.Random(5)
 
@@ -200,7 +200,7 @@ class ModelSwitch:
         return [self.pl.flows.get(slot, 0) for slot in range(FLOW_SLOTS)]
 
     def cleanup(self) -> None:
-        self.pl = Pipeline()
+        self.pl = SwitchModel()
 
 
 def test_the_bmv2_adapter_bridges_time_and_coin() -> None:

@@ -16,13 +16,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evaluation.fabric import symphony_kernel as sk
-from evaluation.fabric.collectives import packets_per_npu
+from evaluation.fabric.collectives import lockstep_bound_us, packets_per_npu
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.dcqcn import HPCC_RUN_DCQCN
 from evaluation.fabric.scenarios import SCENARIOS, scenario_runs
 from evaluation.fabric.sim import FabricResult, simulate, symphony_units
 from evaluation.fabric.topology import CustomFlows, build_fabric
-from symphony.model import pipeline
+from symphony.model import switch_model
 from symphony.model.params import JobParams
 
 SMALL = FabricConfig(hosts=16)
@@ -80,9 +80,9 @@ def test_lockstep_meets_the_bound() -> None:
     cfg = replace(NO_WIN, routing="static", start_jitter_ns=0, chunk_bytes=1 << 20)
     res = simulate(cfg, 0)
     conserved(res)
-    with_acks = cfg.lockstep_bound_us() * (1 + cfg.cc.ack_bytes / cfg.mtu)
+    with_acks = lockstep_bound_us(cfg) * (1 + cfg.cc.ack_bytes / cfg.mtu)
     assert res.cct_max_us == pytest.approx(with_acks, rel=0.02)
-    assert res.cct_max_us >= cfg.lockstep_bound_us()
+    assert res.cct_max_us >= lockstep_bound_us(cfg)
     assert res.stats["queue_marks"] == 0 and max(res.max_overlap) <= 2
     # hpcc-config's window (the BDP without the ACKs' wait behind data) binds: slower, unmarked
     win = simulate(replace(cfg, dcqcn="hpcc-config"), 0)
@@ -98,7 +98,7 @@ def test_small_scenario_runs_and_conserves(scenario: str) -> None:
         res = simulate(run.cfg, run.seed)
         conserved(res)
         assert res.stats["delivered"] == run.cfg.hosts * packets_per_npu(run.cfg)
-        assert all(c >= run.cfg.lockstep_bound_us() * 0.99 for c in res.cct_us)
+        assert all(c >= lockstep_bound_us(run.cfg) * 0.99 for c in res.cct_us)
         if run.cfg.jobs == 1:  # the bound covers the run's flows, of every job
             assert res.cct_max_us >= res.bound_us
         assert 1 <= max(res.max_overlap) <= res.step_span_us.shape[1]
@@ -118,7 +118,7 @@ def test_symphony_marks_only_outpacing_and_lowers_overlap() -> None:
 
 
 def test_the_backlog_gate_holds_marks_back_from_short_queues() -> None:
-    """JobParams.gate_depth in the kernel (model.pipeline.symphony_ce on the depth a packet
+    """JobParams.gate_depth in the kernel (model.switch_model.symphony_ce on the depth a packet
     joins): the deeper the gate, the fewer Symphony marks leave; a gate no queue reaches lets
     none leave, and gate 0 is the paper's policy."""
     cfg = replace(SMALL, chunk_bytes=256 << 10, mode="symphony")
@@ -136,7 +136,7 @@ def test_the_kernels_gate_is_the_golden_models() -> None:
     for mark in (False, True):
         for depth in (0, 1, 7, 8, 9, 65535, 70000):
             for gate in (0, 1, 8, 65535):
-                want = pipeline.symphony_ce(mark, depth, gate)
+                want = switch_model.symphony_ce(mark, depth, gate)
                 assert sk.symphony_ce(mark, depth, gate) == want, (mark, depth, gate)
 
 

@@ -16,11 +16,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evaluation.fabric.bound import link_load_bound_us
-from evaluation.fabric.collectives import build_sends, chunk_phases
+from evaluation.fabric.collectives import build_sends, chunk_phases, lockstep_bound_us
 from evaluation.fabric.config import FabricConfig, MiB
 from evaluation.fabric.ecmp import NS3_SPORT_BASE, ns3_hash, ns3_ip
 from evaluation.fabric.sim import pfc_free_buffer, simulate
 from evaluation.fabric.topology import Fabric, Workload, build_fabric, build_workload
+from symphony.model.ecmp import next_hop
 
 TWO_D = FabricConfig(topology="2d")  # Table 1: 32 nodes, 8 x 4
 SMALL_2D = FabricConfig(hosts=16, topology="2d", chunk_bytes=16 << 10)  # 4 x 4
@@ -79,7 +80,7 @@ def test_2d_flows_per_phase_and_packets() -> None:
     sent = np.bincount(wl.f_src, weights=wl.f_npk)
     assert set(sent.tolist()) == {sent[0]}
     ser_us = cfg.mtu * 8 / (cfg.link_gbps * 1000)
-    assert cfg.lockstep_bound_us() == pytest.approx(sent[0] * ser_us)
+    assert lockstep_bound_us(cfg) == pytest.approx(sent[0] * ser_us)
 
 
 @pytest.mark.parametrize(
@@ -181,6 +182,26 @@ def test_ns3_ecmp_gives_the_same_paths_on_every_seed(cfg: FabricConfig) -> None:
     assert not all(np.array_equal(p, salted[0]) for p in salted[1:])
 
 
+def test_switch_ecmp_takes_the_uplink_the_data_planes_hash_picks() -> None:
+    """ecmp "switch": each flow leaves its ToR on the uplink model/ecmp.py's next_hop picks
+    among the ToR's uplinks (sorted as the controller sorts a group's ports), the step in the
+    source port, RoCE's destination port: the bmv2 fabric's paths."""
+    addrs = tuple(0x0A000000 | (h // 4) << 8 | (h % 4 + 1) for h in range(8))
+    cfg = FabricConfig(hosts=8, tors=2, spines=2, rings=2, ecmp="switch", host_addrs=addrs)
+    fab, wl = workload(cfg)
+    uplinks: set[int] = set()
+    for f in range(wl.f_src.shape[0]):
+        src, dst = int(wl.f_src[f]), int(wl.f_dst[f])
+        if int(fab.tor_of[src]) == int(fab.tor_of[dst]):
+            continue
+        ups = fab.next_hops(int(fab.tor_of[src]), dst)
+        want = next_hop(ups, addrs[src], addrs[dst], 17, int(wl.f_sport[f]), 4791)
+        assert int(wl.f_path[f, 1]) == want
+        uplinks.add(want)
+    assert len(uplinks) == 4  # both uplinks of both ToRs carry some step
+    assert np.array_equal(workload(cfg, 1)[1].f_path, wl.f_path)  # the same on every seed
+
+
 def test_ns3_acks_hash_their_own_header() -> None:
     fab, wl = workload(replace(FabricConfig(), ecmp="ns3"))
     cross = wl.f_plen == 4
@@ -263,13 +284,13 @@ def test_small_runs_deliver_every_flow_within_the_bound(cfg: FabricConfig) -> No
     assert st["delivered"] == int(wl.f_npk.sum())
     assert (res.flow_done_us >= 0).all()
     assert res.bound_us == pytest.approx(link_load_bound_us(fab, wl))
-    assert cfg.lockstep_bound_us() <= res.bound_us <= res.cct_max_us
+    assert lockstep_bound_us(cfg) <= res.bound_us <= res.cct_max_us
 
 
 def test_bound_is_lockstep_for_static_balanced_routing() -> None:
     for cfg in (FabricConfig(routing="static"), FabricConfig(routing="static", hosts=128)):
         fab, wl = workload(cfg)
-        assert link_load_bound_us(fab, wl) == pytest.approx(cfg.lockstep_bound_us())
+        assert link_load_bound_us(fab, wl) == pytest.approx(lockstep_bound_us(cfg))
 
 
 def test_default_bound_matches_the_issue() -> None:
@@ -277,7 +298,7 @@ def test_default_bound_matches_the_issue() -> None:
     cfg = FabricConfig()
     bounds = [link_load_bound_us(*workload(cfg, s)) / 1000 for s in range(4)]
     assert all(120 < b < 135 for b in bounds)
-    assert all(b > cfg.lockstep_bound_us() / 1000 for b in bounds)
+    assert all(b > lockstep_bound_us(cfg) / 1000 for b in bounds)
 
 
 def test_sport_step_index_is_the_per_pair_counter() -> None:

@@ -98,9 +98,9 @@ def test_sampled_probabilities_stay_inside_the_measured_bound() -> None:
 
 
 def test_eq5_integer_form() -> None:
-    assert ar.window_raises_alpha(cnt_op=25, cnt_total=100, tau_q8=64)
-    assert not ar.window_raises_alpha(cnt_op=24, cnt_total=100, tau_q8=64)
-    assert ar.window_raises_alpha(cnt_op=0, cnt_total=100, tau_q8=0)
+    assert ar.window_raises_alpha(window_ahead_packets=25, window_packets=100, tau_q8=64)
+    assert not ar.window_raises_alpha(window_ahead_packets=24, window_packets=100, tau_q8=64)
+    assert ar.window_raises_alpha(window_ahead_packets=0, window_packets=100, tau_q8=0)
 
 
 def test_k_encoding_range() -> None:

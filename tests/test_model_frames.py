@@ -1,6 +1,7 @@
 """The model's frame layer (conformance/frames.py) and the fuzz generator, without a switch: the
 parser agrees with scapy on valid frames and stops where the P4 parser stops, the ECN rewrite
-keeps a correct checksum correct, forwarding is longest prefix / cross-connect / drop, plans are
+keeps a correct checksum correct, forwarding is longest prefix (onto a port or an ECMP group's
+member) / cross-connect / drop, plans are
 reproducible from their seed."""
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from scapy.layers.inet import IP
+from scapy.layers.inet import IP, TCP, UDP, IPOption_NOP
 from scapy.layers.l2 import Ether
 
 from conformance import packets as rp
-from conformance.frames import SwitchModel, parse, with_ce
+from conformance.frames import FrameModel, parse, with_ce
+from symphony.model.ecmp import next_hop
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ptf_tests"))
 from fuzz_frames import generate  # the PTF suite's modules live in ptf_tests/
@@ -70,7 +72,7 @@ def test_ce_patch_keeps_a_correct_checksum_correct(ecn):
 
 
 def test_forwarding_longest_prefix_cross_connect_drop():
-    sw = SwitchModel(routes=[(0x0A000000, 8, 3), (0x0A000100, 24, 1)], port_map={0: 1})
+    sw = FrameModel(routes=[(0x0A000000, 8, 3), (0x0A000100, 24, 1)], port_map={0: 1})
     frame = bytes(rp.rocev2(opcode=rp.ACK, dst="10.0.1.9"))
     assert sw.handle(frame, 0, now=0).port == 1
     assert sw.handle(bytes(rp.rocev2(opcode=rp.ACK, dst="10.7.0.1")), 0, now=0).port == 3
@@ -78,6 +80,33 @@ def test_forwarding_longest_prefix_cross_connect_drop():
     arp_like = frame[:12] + b"\x08\x06" + frame[14:]
     assert sw.handle(arp_like, 0, now=0).port == 1
     assert sw.handle(arp_like, 2, now=0).port is None
+
+
+def test_forwarding_onto_an_ecmp_group_follows_the_hash():
+    """A route onto a group leaves on the member model/ecmp.py picks; without UDP (here TCP, and
+    UDP behind IPv4 options, which the parser does not take to UDP) the ports hash as 0."""
+    sw = FrameModel(
+        routes=[(0x0A000100, 24, 1)],
+        ecmp_routes=[(0x0A000000, 8, 7), (0x0A000200, 24, 9)],
+        groups={7: (4, 2, 6)},
+    )
+    for sport in range(40):
+        frame = bytes(rp.rocev2(opcode=rp.ACK, src="10.0.3.1", dst="10.7.0.1", step=sport))
+        want = next_hop((2, 4, 6), 0x0A000301, 0x0A070001, 17, sport, 4791)
+        assert sw.handle(frame, 0, now=0).port == want
+    assert sw.handle(bytes(rp.rocev2(opcode=rp.ACK, dst="10.0.1.9")), 0, now=0).port == 1
+    # Group 9 has no members: the member table misses and drops.
+    assert sw.handle(bytes(rp.rocev2(opcode=rp.ACK, dst="10.0.2.9")), 0, now=0).port is None
+    tcp = Ether() / IP(src="10.0.3.1", dst="10.7.0.1") / TCP(sport=5, dport=80)
+    want = next_hop((2, 4, 6), 0x0A000301, 0x0A070001, 6, 0, 0)
+    assert sw.handle(bytes(tcp), 0, now=0).port == want
+    udp_opts = (
+        Ether()
+        / IP(src="10.0.3.1", dst="10.7.0.1", options=[IPOption_NOP()] * 4)
+        / UDP(sport=5, dport=4791)
+    )
+    want = next_hop((2, 4, 6), 0x0A000301, 0x0A070001, 17, 0, 0)
+    assert sw.handle(bytes(udp_opts), 0, now=0).port == want
 
 
 def test_fuzz_plans_are_reproducible_and_cover_every_mutation():

@@ -26,7 +26,15 @@ from symphony.config import PortConfig, Route, SwitchConfig
 from symphony.model import tables
 from symphony.model.params import JobParams, QueueParams
 from symphony.model.tables import TableEntrySpec
-from symphony.sizes import FLOW_SLOTS, MAX_JOBS, TICK_NS
+from symphony.sizes import (
+    ECMP_BUCKETS,
+    ECMP_GROUP_ID_MAX,
+    ECMP_MEMBER_TABLE_SIZE,
+    FLOW_SLOTS,
+    MAX_JOBS,
+    PORT_SLOTS,
+    TICK_NS,
+)
 from symphony.switch import desired, entries
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,8 +86,9 @@ def test_actions_belong_to_their_tables(target: str) -> None:
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_per_job_arrays_are_sized_max_jobs(target: str) -> None:
-    """sizes.MAX_JOBS is p4src/shared/sizes.p4's MAX_JOBS: the P4Info states the array sizes."""
+def test_arrays_are_sized_as_sizes_py_says(target: str) -> None:
+    """sizes.MAX_JOBS and sizes.PORT_SLOTS are p4src/shared/sizes.p4's: the P4Info states the
+    array sizes."""
     info = _p4info(target)
     registers = {r.preamble.name: r.size for r in info.registers}
     counters = {c.preamble.name: c.size for c in info.counters}
@@ -90,8 +99,26 @@ def test_per_job_arrays_are_sized_max_jobs(target: str) -> None:
         assert registers[name] == MAX_JOBS, name
     for name in p4names.JOB_COUNTERS.values():
         assert counters[name] == MAX_JOBS, name
+    for name in p4names.PORT_COUNTERS.values():
+        assert counters[name] == PORT_SLOTS, name
     if target == "bmv2":
         assert registers[p4names.FLOW_BASE] == FLOW_SLOTS
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_ecmp_widths_and_sizes_are_the_python_ones(target: str) -> None:
+    """sizes.ECMP_BUCKETS is 2^(the bucket key's width), the group id fits its key and the
+    action's parameter, and the member table holds ECMP_MEMBER_TABLE_SIZE entries."""
+    info = _p4info(target)
+    member = _declared(info, "tables")[p4names.ECMP_MEMBER]
+    keys = {k.name: k for k in member.match_fields}
+    assert set(keys) == {"group", "bucket"}
+    assert all(k.match_type == p4info_pb2.MatchField.EXACT for k in keys.values())
+    assert 1 << keys["bucket"].bitwidth == ECMP_BUCKETS
+    assert (1 << keys["group"].bitwidth) - 1 == ECMP_GROUP_ID_MAX
+    assert member.size == ECMP_MEMBER_TABLE_SIZE
+    group_param = _declared(info, "actions")[p4names.SET_ECMP_GROUP].params
+    assert [(p.name, p.bitwidth) for p in group_param] == [("group", keys["group"].bitwidth)]
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -123,6 +150,17 @@ def _every_entry(target: str) -> list[TableEntrySpec]:
     )
     prm = JobParams().to_action_params(TICK_NS[target])
     specs = desired.base_entries(sw)
+    specs += desired.ecmp_group_entries(1, (0, 1))
+    specs.append(desired.ecmp_route(0x0A010000, 16, 1))
     specs += tables.queue_mark_entries(2, QueueParams(10, 20, 0.5))
     specs += desired.entries_for(5, prm, tag=True, hosts=(0x0A000001,))
     return specs
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_route_table_size_is_the_python_one(target: str) -> None:
+    """sizes.ROUTE_TABLE_SIZE is forward.ipv4_lpm's size: the config refuses a switch whose
+    explicit and topology-derived routes would not fit."""
+    from symphony.sizes import ROUTE_TABLE_SIZE
+
+    assert _declared(_p4info(target), "tables")[p4names.IPV4_LPM].size == ROUTE_TABLE_SIZE

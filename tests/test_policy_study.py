@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from evaluation.fabric import policy_study as ps
+from evaluation.fabric.collectives import lockstep_bound_us
 
 
 def test_every_policy_run_has_its_baseline_on_the_same_seeds():
@@ -32,7 +33,7 @@ def test_random_arrivals_are_seeded_and_within_the_first_half():
     a, b = ps._arrivals(cfg, 100), ps._arrivals(cfg, 101)
     assert a == ps._arrivals(cfg, 100) and a != b
     assert a.jobs == ps.ARRIVAL_JOBS and len(a.job_start_us) == ps.ARRIVAL_JOBS
-    assert all(0 <= t <= 0.5 * cfg.lockstep_bound_us() for t in a.job_start_us)
+    assert all(0 <= t <= 0.5 * lockstep_bound_us(cfg) for t in a.job_start_us)
 
 
 def test_table_cells_are_medians_against_the_baseline():

@@ -32,6 +32,13 @@ def test_config_and_path(tmp_path):
         slurm.path_of(cfg, ["gpu03"])
 
 
+def test_without_switches_the_hosts_go_alone(tmp_path):
+    """No [switches]: the controller derives the path from the job's hosts (its topology); a node
+    is sent by its [hosts] entry, else by its name."""
+    cfg = slurm.load_config(write(tmp_path, '[hosts]\ngpu01 = "10.0.0.1"\n'))
+    assert slurm.path_of(cfg, ["gpu01", "gpu02"]) == ([], ["10.0.0.1", "gpu02"])
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
@@ -40,7 +47,6 @@ def test_config_and_path(tmp_path):
         ('[switches]\n"*" = ["s1"]\nmode = "x"\n', "switches"),
         ('mode = "x"\n[switches]\n"*" = ["s1"]\n', "mode"),
         ('bogus = 1\n[switches]\n"*" = ["s1"]\n', "bogus"),
-        ("", "switches"),
         ('[switches]\n"*" = ["s1"]\n[params]\ngate = 8\n', "gate"),
         ('[switches]\n"*" = ["s1"]\n[params]\ngate_depth = -1\n', "params.gate_depth"),
         ('[switches]\n"*" = ["s1"]\n[params]\nk = "x"\n', "params.k"),

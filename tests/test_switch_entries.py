@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from finsy.proto import p4r
 
 from symphony import p4names
 from symphony.jobs.store import Job
+from symphony.model.ecmp import bucket_members
 from symphony.model.params import JobParams
+from symphony.sizes import ECMP_BUCKETS, ECMP_GROUP_ID_MAX
 from symphony.switch import desired, entries
 
 
@@ -120,3 +123,28 @@ def test_base_entries_cover_routes_ports_and_luts(tmp_path):
     qm_ports = {s.match["egress_port"] for s in base if s.table == p4names.QUEUE_THRESHOLD}
     assert qm_ports == {0, 1, 2, 3}
     assert len([s for s in base if s.table == p4names.PROB_THRESHOLD]) > 1000
+
+
+def test_ecmp_group_entries_fill_every_bucket_with_its_member():
+    """desired.ecmp_group_entries: ECMP_BUCKETS member entries, bucket b -> sorted(members)[b % n];
+    desired.ecmp_route: the route's set_ecmp_group(group)."""
+    specs = desired.ecmp_group_entries(4, (9, 2, 5))
+    assert len(specs) == ECMP_BUCKETS
+    assert {s.table for s in specs} == {p4names.ECMP_MEMBER}
+    assert {s.action for s in specs} == {p4names.SET_EGRESS_PORT}
+    by_bucket = {s.match["bucket"]: s for s in specs}
+    assert sorted(by_bucket) == list(range(ECMP_BUCKETS))
+    for b, s in by_bucket.items():
+        assert s.match["group"] == 4
+        assert s.params == {"port": bucket_members((9, 2, 5))[b]} == {"port": (2, 5, 9)[b % 3]}
+    r = desired.ecmp_route(0x0A010000, 16, 4)
+    assert (r.table, r.action) == (p4names.IPV4_LPM, p4names.SET_ECMP_GROUP)
+    assert r.match == {"dst_addr": (0x0A010000, 16)} and r.params == {"group": 4}
+
+
+@pytest.mark.parametrize("group", [0, ECMP_GROUP_ID_MAX + 1])
+def test_ecmp_group_ids_outside_the_field_are_refused(group):
+    with pytest.raises(ValueError, match="ecmp group"):
+        desired.ecmp_group_entries(group, (1, 2))
+    with pytest.raises(ValueError, match="ecmp group"):
+        desired.ecmp_route(0x0A010000, 16, group)

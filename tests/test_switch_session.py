@@ -22,6 +22,7 @@ class Probe(SwitchSession):
         self._mirror = {}
         self._dirty = set()
         self._dirty_all = False
+        self._dirty_base = False
         self.status = SimpleNamespace(entries=0)
         self._sw = object()
         self.committed = 0

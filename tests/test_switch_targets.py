@@ -11,7 +11,7 @@ from finsy import P4CounterData, P4CounterEntry, P4RegisterEntry
 
 from symphony import sizes
 from symphony.config import PipelineConfig
-from symphony.model.pipeline import JobState
+from symphony.model.switch_model import JobState
 from symphony.p4names import FLOW_BASE
 from symphony.p4names import JOB_COUNTERS as COUNTERS
 from symphony.p4names import JOB_REGISTERS as REGISTERS

@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from symphony import telemetry
-from symphony.model.pipeline import JobState
+from symphony.model.switch_model import JobState
 
 
 class FakeSession:

@@ -28,7 +28,7 @@ from conformance.implementation import PacketByPacket, Row
 from conformance.traces import Trace, TracePacket
 from symphony.model import arithmetic as ar
 from symphony.model.params import JobParams
-from symphony.model.pipeline import JobState, Pipeline
+from symphony.model.switch_model import JobState, SwitchModel
 from symphony.p4names import FLOW_BASE
 
 ECN_CE = 0b11
@@ -67,7 +67,7 @@ class Bmv2PtfAdapter(PacketByPacket):
         self.test = test
         self.never_us = t_win_never_us
         self.always_us = t_win_always_us
-        self.clock = Pipeline()
+        self.clock = SwitchModel()
         self.closing: dict[int, bool] = {}  # job -> its switch T_win is "always" now
         self.marks: dict[int, int] = {}  # job -> the switch's mark counter as last seen
 
@@ -75,7 +75,7 @@ class Bmv2PtfAdapter(PacketByPacket):
         return None
 
     def start(self, trace: Trace) -> None:
-        self.clock = Pipeline()
+        self.clock = SwitchModel()
         for job in trace.jobs:
             # The trace's parameters at the trace's tick, bmv2's (base_test.TICK_NS).
             never = replace(job.params, t_win_us=self.never_us)

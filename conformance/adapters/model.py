@@ -1,4 +1,4 @@
-"""The golden model (`symphony.model.pipeline.Pipeline`), bmv2 or tofino2 variant.
+"""The golden model (`symphony.model.switch_model.SwitchModel`), bmv2 or tofino2 variant.
 
 The tofino2 variant computes the window test with Tofino's two serial tests, eq. 5 as a running
 sum (its `tau_scores`) and d in 16-bit steps, as p4src/t2na does; the bmv2 variant is the
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from conformance.implementation import COLUMNS, PacketByPacket, Row
 from conformance.traces import Trace, TracePacket
-from symphony.model.pipeline import JobState, Pipeline, ecn_out
+from symphony.model.switch_model import JobState, SwitchModel, ecn_out
 
 
 class ModelAdapter(PacketByPacket):
@@ -20,26 +20,26 @@ class ModelAdapter(PacketByPacket):
     def __init__(self, target: str = "bmv2") -> None:
         self.target = target
         self.name = f"model-{target}"
-        self.pipeline = Pipeline(target=target)
+        self.model = SwitchModel(target=target)
 
     def unavailable(self) -> str | None:
         return None
 
     def start(self, trace: Trace) -> None:
-        self.pipeline = Pipeline(target=self.target)
+        self.model = SwitchModel(target=self.target)
         for job in trace.jobs:
-            self.pipeline.install_job(job.job_id, job.action, tag=job.tag, hosts=job.hosts)
+            self.model.install_job(job.job_id, job.action, tag=job.tag, hosts=job.hosts)
 
     def process(self, tp: TracePacket) -> Row:
         """With `tp.coin` None the mark of a packet whose P is strictly between 0 and 1 is unknown
         (-1) and not counted."""
-        d = self.pipeline.process(tp.pkt, tp.now, tp.coin)
+        d = self.model.process(tp.pkt, tp.now, tp.coin)
         mark = -1 if d.mark is None else int(d.mark)
         ecn = ecn_out(tp.pkt.ecn, bool(d.mark), False)
         return (d.job_id or 0, -1 if d.p is None else d.p, d.threshold, mark, ecn)
 
     def state(self, job_id: int) -> JobState:
-        return self.pipeline.state(job_id)
+        return self.model.state(job_id)
 
     def flow_table(self) -> dict[int, int]:
-        return {slot: v for slot, v in self.pipeline.flows.items() if v}
+        return {slot: v for slot, v in self.model.flows.items() if v}

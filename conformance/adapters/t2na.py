@@ -19,7 +19,7 @@ import numpy as np
 
 from conformance.implementation import Row
 from conformance.traces import Trace, TracePacket
-from symphony.model.pipeline import JobState
+from symphony.model.switch_model import JobState
 
 TOFINO_MODEL = "tofino-model"
 

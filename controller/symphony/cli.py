@@ -1,5 +1,6 @@
 """symphonyctl: the operator's and scheduler's command line for the job API.
 
+    symphonyctl job allocate --name NAME --hosts h1,h3 [--param k=0.02]   # topology: derived path
     symphonyctl job allocate --name NAME --mode tag --switch s1 [--param k=0.02]
     symphonyctl job allocate --name NAME --mode hosts --host 10.0.0.1 --host 10.0.0.2 --switch s1
     symphonyctl job release JOB        # JOB = Job_ID or name
@@ -37,6 +38,11 @@ def parse_param(text: str) -> tuple[str, Any]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _names(text: str) -> list[str]:
+    """``a,b`` -> [a, b] (a repeated option adds to the list)."""
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="symphonyctl", description="Symphony controller CLI")
     p.add_argument(
@@ -58,9 +64,32 @@ def build_parser() -> argparse.ArgumentParser:
     job = sub.add_parser("job").add_subparsers(dest="cmd", required=True)
     a = job.add_parser("allocate", help="allocate a Job_ID and program the job's switches")
     a.add_argument("--name", required=True)
-    a.add_argument("--mode", choices=("tag", "hosts"), required=True)
-    a.add_argument("--host", action="append", default=[], help="IPv4 source (mode hosts)")
-    a.add_argument("--switch", action="append", default=[], required=True)
+    a.add_argument(
+        "--mode",
+        choices=("tag", "hosts"),
+        default="tag",
+        help="classify the job's packets by the BTH tag (default) or by its hosts' addresses",
+    )
+    a.add_argument(
+        "--host",
+        "--hosts",
+        dest="host",
+        action="extend",
+        type=_names,
+        default=[],
+        metavar="HOST[,HOST...]",
+        help="the job's hosts: IPv4 addresses or the topology's host names (repeatable)",
+    )
+    a.add_argument(
+        "--switch",
+        "--switches",
+        dest="switch",
+        action="extend",
+        type=_names,
+        default=[],
+        metavar="SWITCH[,SWITCH...]",
+        help="the job's switches (default with a topology: derived from its hosts)",
+    )
     a.add_argument("--param", action="append", default=[], type=parse_param, metavar="NAME=VALUE")
     a.add_argument(
         "--request-key", help="idempotency key (default: ctl:<name>, so re-running is safe)"
@@ -186,6 +215,12 @@ def render(args: argparse.Namespace, reply: Any) -> str:
                 f"{sw.connects:>8}  {sw.address}"
                 + (f"  ({sw.last_error})" if sw.last_error and sw.state != "ready" else "")
             )
+            if sw.neighbours:  # a topology: what is plugged where, and the routes now
+                facts = [f"{sw.ports} ports"]
+                if sw.state != "unmanaged":
+                    facts.append(f"{sw.routes} routes")
+                    facts.append(f"{sw.ecmp_groups} ECMP group{'s' * (sw.ecmp_groups != 1)}")
+                out.append(f"  {', '.join(facts)}; {' '.join(sw.neighbours)}")
     elif isinstance(reply, pb.SetParamsReply):
         if reply.HasField("job"):
             out.append("job parameters set")

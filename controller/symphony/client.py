@@ -3,7 +3,7 @@
     from symphony.client import Client, Credentials
 
     with Client("10.0.0.5:50051", Credentials.from_files(token_file="/etc/symphony/token")) as c:
-        job = c.allocate("slurm:1234", "slurm-1234", switches=["leaf1"]).job
+        job = c.allocate("slurm:1234", "slurm-1234", hosts=["gpu01", "gpu02"]).job
         print(job.job_id)          # what the hosts write in their packets (docs/client.md)
         c.release("slurm-1234")
 
@@ -280,11 +280,14 @@ class Client(_Base):
         request_key: str,
         name: str,
         *,
-        switches: Iterable[str],
+        switches: Iterable[str] = (),
         mode: str = "tag",
         hosts: Iterable[str] = (),
         params: ParamValues | None = None,
     ) -> pb.JobReply:
+        """A Job_ID for the job, on ``switches``; or, with none and a topology in the
+        controller's config, on every switch between its ``hosts`` (names or addresses).
+        ``mode`` "hosts" classifies by the hosts' addresses, "tag" by the BTH tag."""
         req = _allocate_request(request_key, name, mode, switches, hosts, params)
         reply: pb.JobReply = self._call("Allocate", req)
         return reply
@@ -362,7 +365,7 @@ class AsyncClient(_Base):
         request_key: str,
         name: str,
         *,
-        switches: Iterable[str],
+        switches: Iterable[str] = (),
         mode: str = "tag",
         hosts: Iterable[str] = (),
         params: ParamValues | None = None,

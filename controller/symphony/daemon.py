@@ -24,6 +24,7 @@ from symphony import telemetry
 from symphony.api import auth as api_auth
 from symphony.api import server as api_server
 from symphony.config import Config, ConfigError
+from symphony.config.topology import routes_for
 from symphony.jobs import db_lock
 from symphony.jobs.db_lock import DatabaseInUse
 from symphony.jobs.errors import StoreError
@@ -33,6 +34,7 @@ from symphony.jobs.migrations import SchemaTooNew
 from symphony.jobs.pg_store import PgJobStore
 from symphony.jobs.store import BaseJobStore, JobStore
 from symphony.replica import Replica, election_id
+from symphony.switch.fabric import Fabric
 from symphony.switch.session import SwitchSession
 
 LOG = logging.getLogger("symphony.daemon")
@@ -65,7 +67,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"symphony-controller: {exc}", file=sys.stderr)
         return 2
     if args.check:
-        print(f"config OK: {len(cfg.switches)} switch(es), API on {cfg.api.listen}")
+        fabric = (
+            f", {len(cfg.topology.links)} link(s), {len(cfg.topology.hosts)} host(s)"
+            if cfg.topology is not None
+            else ""
+        )
+        print(f"config OK: {len(cfg.switches)} switch(es){fabric}, API on {cfg.api.listen}")
         return 0
     with contextlib.suppress(KeyboardInterrupt):
         try:
@@ -90,16 +97,26 @@ class Leading:
         self.collector = collector
         self.fence: Callable[[], None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self.fabric: Fabric | None = None
 
     async def start(self, epoch: int | None) -> None:
         m = self.manager
         if epoch is not None:
             m.forget_unknown_switches()  # a write: the leader's
         eid = None if epoch is None else election_id(epoch)
+        fibs = routes_for(self.cfg.topology) if self.cfg.topology is not None else {}
         sessions = {
-            sw.name: SwitchSession(sw, self.cfg, m, election_id=eid, fence=self.fence)
+            sw.name: SwitchSession(
+                sw, self.cfg, m, election_id=eid, fence=self.fence, fib=fibs.get(sw.name, ())
+            )
             for sw in self.cfg.switches
         }
+        if self.cfg.topology is not None:
+            # Routes around a switch whose session lost it, and back when it is reconciled.
+            self.fabric = fabric = Fabric(self.cfg.topology, sessions)
+            for s in sessions.values():
+                s.on_down = lambda session: fabric.switch_down(session.name)
+                s.on_reconciled = lambda session: fabric.switch_up(session.name)
         m.sessions.update(sessions)
         self._tasks = [
             asyncio.create_task(s.run(), name=f"session:{n}") for n, s in sessions.items()
@@ -111,6 +128,9 @@ class Leading:
         )
 
     async def stop(self) -> None:
+        if self.fabric is not None:
+            self.fabric.close()  # sessions stopped on purpose: no switch is lost
+            self.fabric = None
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

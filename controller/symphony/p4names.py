@@ -21,6 +21,10 @@ _QUEUE_MARK = f"{EGRESS}.queue_mark"
 IPV4_LPM = f"{_FORWARD}.ipv4_lpm"
 PORT_MAP = f"{_FORWARD}.port_map"
 SET_EGRESS_PORT = f"{_FORWARD}.set_egress_port"
+# ECMP (docs/design.md "ECMP"): a route's set_ecmp_group(group), then ecmp_member's entry for
+# (group, bucket) -> set_egress_port; model/ecmp.py is the hash.
+SET_ECMP_GROUP = f"{_FORWARD}.set_ecmp_group"
+ECMP_MEMBER = f"{_FORWARD}.ecmp_member"
 
 JOB_BY_TAG = f"{_CLASSIFY}.job_by_tag"
 JOB_BY_SRC = f"{_CLASSIFY}.job_by_src"
@@ -45,6 +49,7 @@ SET_QUEUE_THRESHOLD = f"{_QUEUE_MARK}.set_threshold"
 
 TABLES = (
     IPV4_LPM,
+    ECMP_MEMBER,
     PORT_MAP,
     OPCODE_CLASS,
     JOB_BY_TAG,
@@ -58,6 +63,7 @@ TABLES = (
 )
 ACTIONS = (
     SET_EGRESS_PORT,
+    SET_ECMP_GROUP,
     SET_JOB,
     SET_PARAMS,
     SET_LOG_P,
@@ -68,15 +74,15 @@ ACTIONS = (
 )
 
 # Registers and counters ----------------------------------------------------------------------
-# Per-job state field of the golden model (model.pipeline.JobState) -> register array on the
+# Per-job state field of the golden model (model.switch_model.JobState) -> register array on the
 # switch (index = Job_ID). alpha is stored minus one so that an all-zero slot is a new job.
 JOB_REGISTERS: dict[str, str] = {
     "step_min": f"{_JOB_STATE}.step_min",
     "psn_rec": f"{_JOB_STATE}.psn_rec",
     "step_max": f"{_JOB_STATE}.step_max",
-    "alpha": f"{_JOB_STATE}.alpha_m1",
-    "window_packets": f"{_JOB_STATE}.cnt_total",
-    "window_ahead_packets": f"{_JOB_STATE}.cnt_op",
+    "alpha": f"{_JOB_STATE}.alpha",
+    "window_packets": f"{_JOB_STATE}.window_packets",
+    "window_ahead_packets": f"{_JOB_STATE}.window_ahead_packets",
     "win_start": f"{_JOB_STATE}.win_start",
 }
 # Tofino2 only: eq. 5 as a running sum (docs/tofino.md); part of a job's state to clear on release.
@@ -88,6 +94,14 @@ JOB_COUNTERS: dict[str, str] = {
     "packets": f"{_JOB_STATE}.packets",
     "marks": f"{_THROTTLE}.marks",
     "queue_marks": f"{_QUEUE_MARK}.marks",
+}
+# Per-port frame counters (index = port number; p4src/*/include/port_counters.p4): frames that
+# entered the pipeline by ingress port, frames ingress handed to each egress queue, frames that
+# left each queue. Read by the experiments' loss attribution (evaluation/hosts/losses.py).
+PORT_COUNTERS: dict[str, str] = {
+    "received": f"{INGRESS}.ports.received",
+    "enqueued": f"{INGRESS}.ports.enqueued",
+    "dequeued": f"{EGRESS}.ports.dequeued",
 }
 
 
@@ -101,5 +115,5 @@ def names(target: str) -> dict[str, tuple[str, ...]]:
         "tables": TABLES,
         "actions": ACTIONS,
         "registers": registers,
-        "counters": tuple(JOB_COUNTERS.values()),
+        "counters": (*JOB_COUNTERS.values(), *PORT_COUNTERS.values()),
     }

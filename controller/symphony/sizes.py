@@ -16,8 +16,23 @@ TAG_MAX = (1 << 13) - 1
 FLOW_SLOTS = 65536
 # Queue depths are 19-bit fields on both targets (deq_qdepth).
 QUEUE_DEPTH_LIMIT = 1 << 19
+# ECMP (docs/design.md "ECMP"): a group spreads over 2^ECMP_BUCKET_BITS buckets, the low bits of the
+# 5-tuple's CRC-32 (model/ecmp.py); p4src/shared/sizes.p4 ECMP_BUCKET_BITS and
+# ECMP_MEMBER_TABLE_SIZE (the member table holds every group's buckets, so a switch has at most
+# ECMP_MEMBER_TABLE_SIZE // ECMP_BUCKETS groups). Group ids are 16 bits; 0 is never a group.
+ECMP_BUCKET_BITS = 4
+ECMP_BUCKETS = 1 << ECMP_BUCKET_BITS
+ECMP_MEMBER_TABLE_SIZE = 4096
+ECMP_GROUPS_MAX = ECMP_MEMBER_TABLE_SIZE // ECMP_BUCKETS
+ECMP_GROUP_ID_MAX = (1 << 16) - 1
 # bmv2 v1model ports are 9 bits; 511 is the drop port, so real ports are 0..510.
 PORT_MAX = 510
+# forward.ipv4_lpm entries (p4src/shared/sizes.p4 ROUTE_TABLE_SIZE): a topology's routes (one per
+# host) and a switch's explicit routes must fit.
+ROUTE_TABLE_SIZE = 1024
+# Cells of the per-port frame counters, one per 9-bit port number (p4src/shared/sizes.p4
+# PORT_SLOTS).
+PORT_SLOTS = 512
 
 TARGETS = ("bmv2", "tofino2")
 # Ingress timestamp unit per target (docs/design.md "Timestamps"): T_win is written in ticks.

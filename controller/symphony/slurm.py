@@ -8,7 +8,9 @@
 
 - ``prolog`` (on the slurmctld host, once per job): allocates a Job_ID named ``slurm-<id>`` for
   the switches on the paths of the job's nodes, with request key ``slurm:<cluster>:<id>:<restart>``
-  so a rerun prolog (slurmctld restart, requeue) gets the same Job_ID.
+  so a rerun prolog (slurmctld restart, requeue) gets the same Job_ID. Without a ``[switches]``
+  table it sends the job's hosts only (a node's ``[hosts]`` entry, else its name: a host name of
+  the controller's topology) and the controller derives the switches.
 - ``epilog`` (same host, once per job): releases it.
 - ``task-prolog`` (on each node, per task): prints ``export SYMPHONY_JOB_ID=<n>`` so the job's
   processes (an NCCL wrapper) find the Job_ID to write into their packets' BTH.
@@ -52,9 +54,11 @@ class SlurmConfig:
     mode: str = "tag"
     state_dir: Path = Path("/var/spool/symphony-slurm")
     timeout_s: float = 5.0
-    # node name -> the switches on its path ("*": any node not listed)
+    # node name -> the switches on its path ("*": any node not listed); empty: the controller
+    # derives the job's switches from its hosts (its config's topology)
     switches: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    # mode "hosts": node name -> its RoCE source address
+    # node name -> its RoCE source address (or the controller topology's name for it); mode
+    # "hosts" classifies by these; without [switches] a node not listed is sent by its name
     hosts: Mapping[str, str] = field(default_factory=dict)
     # Symphony's per-job parameters for every job the prolog allocates (overrides of the
     # controller's defaults; model/params.JobParams names them)
@@ -83,8 +87,6 @@ def load_config(path: Path) -> SlurmConfig:
         if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
             raise ConfigError(f"switches.{node}", "must be a non-empty list of switch names")
         switches[node] = tuple(names)
-    if not switches:
-        raise ConfigError("switches", 'is required: node name (or "*") -> switch names')
     hosts_t = t.table("hosts")
     hosts = {node: hosts_t.string(node) for node in hosts_t.raw}
     mode = t.choice("mode", ("tag", "hosts"), "tag")
@@ -197,7 +199,10 @@ def _expand_one(pattern: str) -> list[str]:
 
 
 def path_of(cfg: SlurmConfig, nodes: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(switches, hosts) of a job on these nodes: the union of the nodes' switches, in order."""
+    """(switches, hosts) of a job on these nodes: the union of the nodes' switches, in order.
+    Without [switches]: no switches (the controller derives them) and every node as a host."""
+    if not cfg.switches:
+        return [], [cfg.hosts.get(node, node) for node in nodes]
     switches: list[str] = []
     hosts: list[str] = []
     for node in nodes:
@@ -259,7 +264,7 @@ def prolog(cfg: SlurmConfig, env: Mapping[str, str]) -> int:
         except ApiError as exc:
             _say(f"job {slurm_id} runs untracked: {exc}")
             return 0
-    _say(f"job {slurm_id}: Job_ID {reply.job.job_id} ({name}) on {', '.join(switches)}")
+    _say(f"job {slurm_id}: Job_ID {reply.job.job_id} ({name}) on {', '.join(reply.job.switches)}")
     return 0
 
 

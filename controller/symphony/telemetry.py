@@ -34,7 +34,7 @@ from symphony import heap
 from symphony.config import split_host_port
 from symphony.foreground import Pause, Yielder, next_turn
 from symphony.jobs.manager import JobManager
-from symphony.model.pipeline import JobState
+from symphony.model.switch_model import JobState
 from symphony.replica import ReplicaStatus
 
 LOG = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ hosts (address, MAC, namespace, leaf port) and the controller config derived fro
 - Hosts: h = leaf * hosts_per_leaf + p, address 10.0.<leaf>.<p + 1>/32, MAC
   02:00:0a:00:<leaf>:<p + 1> (the address in the MAC's low bytes); a route 10.0.0.0/16 on their
   interface and a permanent neighbour entry for every other host, since bmv2 rewrites no MAC
-  and no ARP crosses the fabric; MTU 1500 and no segmentation offloads (MTU below), IPv6 off.
+  and no ARP crosses the fabric; MTU 1500 (below), IPv6 off.
 """
 
 from __future__ import annotations
@@ -46,10 +46,10 @@ THRIFT_BASE = 9390
 RUN_DIR = REPO / "run/fabric"
 STATE = "fabric.json"  # in the run directory: what `up` made, for `down`
 HOST_NET = ipaddress.IPv4Network("10.0.0.0/16")
-# Not bmv2_env's 9500: bmv2's receive ring (libpcap, 2 MB) has one slot per MTU + 18 bytes once
-# offloads are off, so it holds 1310 frames at 1500 against 219 at 9500 (32 with offloads):
-# how long a switch may be descheduled before its ports drop (docs/fabric.md). The hosts' frames
-# are at most 1098 bytes.
+# As the experiments' testbed, not bmv2_env's 9500: bmv2's capture ring (libpcap, 2 MB, offloads
+# off: bmv2_env/offload_off.py) has one slot per MTU + 18 bytes, so it holds 1310 frames at 1500
+# against 219 at 9500: how long a switch may be descheduled before its ports drop
+# (docs/fabric.md). The hosts' frames are at most 1098 bytes.
 MTU = 1500
 # Every egress queue's rate and depth by default (`up`): the link rate sized from
 # bench/fabric_rate.py (docs/experiments.md, "Fabric"), the depth of the experiments' testbed.
@@ -307,7 +307,7 @@ def fabric_missing() -> str | None:
     if why:
         return why
     path = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
-    for tool, pkg in (("ip", "iproute2"), ("nft", "nftables"), ("ethtool", "ethtool")):
+    for tool, pkg in (("ip", "iproute2"), ("nft", "nftables")):
         if shutil.which(tool, path=path) is None:
             return f"{tool} not found (Debian package {pkg}: scripts/install_test_deps.sh)"
     return None
@@ -372,7 +372,6 @@ class Bmv2Fabric:
             run_dir=self.run_dir / sw.name,
             interfaces=sw.interfaces,
             mtu=self.mtu,
-            no_offload=True,
         )
 
     # -- life cycle -----------------------------------------------------------------------

@@ -62,9 +62,6 @@ class Bmv2Env:
     # veth(B+2i)/veth(B+2i+1): the fabric's switches (symphony_tools/fabric.py) make their own.
     interfaces: tuple[str, ...] = ()
     mtu: int = 9500
-    # No TSO/GSO/GRO on the ports: bmv2's receive ring then holds 1310 frames at MTU 1500
-    # instead of 32 (bmv2_env/start.sh, docs/fabric.md).
-    no_offload: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Bmv2Env:
@@ -77,6 +74,7 @@ class Bmv2Env:
             veth_base=int(env.get("SYMPHONY_VETH_BASE") or d.veth_base),
             ports=int(env.get("SYMPHONY_PORTS") or d.ports),
             run_dir=Path(env.get("SYMPHONY_RUN_DIR") or d.run_dir),
+            mtu=int(env.get("SYMPHONY_MTU") or d.mtu),
         )
 
     @property
@@ -153,7 +151,6 @@ routes = [{routes}]
             # Always set: an exported value must not turn the default switch into another.
             "SYMPHONY_INTERFACES": " ".join(f"{i}@{n}" for i, n in enumerate(self.interfaces)),
             "SYMPHONY_MTU": str(self.mtu),
-            "SYMPHONY_NO_OFFLOAD": str(int(self.no_offload)),
         }
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from evaluation.fabric.collectives import lockstep_bound_us
 from evaluation.fabric.dcqcn import DEFAULT_PROFILE, PROFILES
 from evaluation.fabric.rows import FIELDS
 from evaluation.fabric.scenarios import PRESETS, SCENARIOS, Run, scenario_runs
@@ -132,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--active-chunks", type=int, help="active-chunks-per-dimension")
     ap.add_argument("--passes", type=int, help="collectives back to back per NPU")
     ap.add_argument("--step-index", choices=("collective", "sport"), help="Symphony's step")
-    ap.add_argument("--ecmp", choices=("salted", "ns3"), help="ECMP hash")
+    ap.add_argument("--ecmp", choices=("salted", "ns3", "switch"), help="ECMP hash")
     ap.add_argument("--fabric", choices=("2tier", "nonblocking", "multipod"))
     ap.add_argument("--hosts", type=int, help="hosts (256/512: with --fabric multipod)")
     ap.add_argument("--spines", type=int, help="spines (aggs) per pod")
@@ -172,7 +173,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.profile:
         runs = [replace(r, cfg=replace(r.cfg, dcqcn=args.profile)) for r in runs]
     # Longest first, so the pool does not end on one slow run.
-    runs.sort(key=lambda r: -r.cfg.hosts * r.cfg.lockstep_bound_us())
+    runs.sort(key=lambda r: -r.cfg.hosts * lockstep_bound_us(r.cfg))
     args.out.mkdir(parents=True, exist_ok=True)
     store_path = args.out / STORE_NAME
     if args.fresh:

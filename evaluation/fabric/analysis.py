@@ -17,6 +17,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from evaluation.fabric.collectives import lockstep_bound_us
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.topology import build_fabric, build_workload
 
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     cfg = replace(FabricConfig(), hosts=args.hosts)
     b = [collision_bound_us(cfg, s) for s in range(args.seeds)]
-    lock = cfg.lockstep_bound_us()
+    lock = lockstep_bound_us(cfg)
     print(
         f"{args.hosts} hosts: lockstep {lock / 1000:.1f} ms; ECMP collision bound median "
         f"{np.median(b) / 1000:.1f} ms = {np.median(b) / lock:.2f} x lockstep "

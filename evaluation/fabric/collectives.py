@@ -25,12 +25,11 @@ start dependencies, all "fully delivered" conditions, form a DAG:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from evaluation.fabric.config import FabricConfig
+from evaluation.fabric.config import FabricConfig
 
 Kind = Literal["RS", "AR", "AG"]
 CLOCKWISE, ANTICLOCKWISE = 1, -1
@@ -128,6 +127,12 @@ def packets_per_npu(cfg: FabricConfig) -> int:
     """MTU packets every NPU sends over all passes (all NPUs send the same)."""
     per_chunk = sum(ph.steps * cfg.packets(ph.msg_bytes) for ph in chunk_phases(cfg))
     return per_chunk * cfg.splits * cfg.passes
+
+
+def lockstep_bound_us(cfg: FabricConfig) -> float:
+    """Every NPU's sends back to back at its NIC's line rate, all passes: for a 1D ring
+    2(N-1) chunks, i.e. 2(N-1)/N x S/B with S = N x chunk."""
+    return packets_per_npu(cfg) * cfg.mtu * 8 / (cfg.link_gbps * 1000)
 
 
 def build_sends(cfg: FabricConfig) -> Sends:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from evaluation.fabric.collectives import packets_per_npu
 from evaluation.fabric.dcqcn import DEFAULT_PROFILE, Dcqcn, profile
 from symphony.model.params import JobParams, QueueParams
 
@@ -16,7 +15,7 @@ Routing = Literal["ecmp", "static"]
 Topology = Literal["rings", "2d"]  # logical topology: concurrent 1D rings, or one 2D ring
 Phases = Literal["localBWAware", "baseline"]  # Astra-Sim's `collective-optimization`
 StepIndex = Literal["collective", "sport"]  # what a flow carries as Symphony's step
-Ecmp = Literal["salted", "ns3"]
+Ecmp = Literal["salted", "ns3", "switch"]
 FabricKind = Literal["2tier", "nonblocking", "multipod"]
 SymphonyState = Literal["switch", "port"]
 SymphonyAt = Literal["all", "tor"]
@@ -84,8 +83,12 @@ class FabricConfig:
     # ECMP: "salted" = a per-run seeded hash at the source ToR (the first version); "ns3" =
     # HPCC/Astra-Sim ns-3's per-switch murmur3 of (sip, dip, sport | dport << 16) seeded by the
     # switch's node id, source ports counting from 10000 per host pair: the same paths on every
-    # seed.
+    # seed. "switch" = Symphony's own data plane (symphony.model.ecmp: CRC-32 of the 5-tuple,
+    # 16 buckets, bucket b to the b % n-th next hop), the step in the source port, RoCE's
+    # destination port, host h at address `host_addrs[h]`: the paths of the bmv2 fabric
+    # (symphony_tools.fabric), so the kernel carries each frame where the switches do.
     ecmp: Ecmp = "salted"
+    host_addrs: tuple[int, ...] = ()  # IPv4 address of each host (ecmp "switch"); () = host_ip
     # "2tier": `tors` ToRs, `spines` spines, every link at link_gbps (8 hosts per ToR on 4
     # uplinks: 2:1). "nonblocking": the same switches with uplinks at link_gbps x hosts per ToR
     # / spines (1:1). "multipod": `pods` (0: hosts / POD_HOSTS) such non-blocking pods (`tors`
@@ -191,11 +194,6 @@ class FabricConfig:
             return self.pfc_headroom_pkts
         one_way_bytes = self.link_gbps * self.prop_ns / 8
         return -(-int(3 * one_way_bytes) // self.mtu)
-
-    def lockstep_bound_us(self) -> float:
-        """Every NPU's sends back to back at its NIC's line rate, all passes: for a 1D ring
-        2(N-1) chunks, i.e. 2(N-1)/N x S/B with S = N x chunk."""
-        return packets_per_npu(self) * self.mtu * 8 / (self.link_gbps * 1000)
 
     def validate(self) -> FabricConfig:
         n = self.ring_size

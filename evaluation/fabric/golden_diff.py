@@ -13,9 +13,9 @@ import argparse
 import time
 from collections import Counter
 
-from conformance.adapters.kernel import KernelAdapter
 from conformance.runner import report, run_suite
 from conformance.traces import trace_set
+from evaluation.fabric.conformance_adapter import KernelAdapter
 
 
 def compare(packets: int, traces: int = 200, first_seed: int = 0) -> Counter[str]:

@@ -35,7 +35,7 @@ class Flows(NamedTuple):
     npk: np.ndarray
     path: np.ndarray  # [flow, hop] egress ports, NIC first
     plen: np.ndarray
-    slot: np.ndarray  # the flow_base register index (pipeline.flow_slot), 16 bits
+    slot: np.ndarray  # the flow_base register index (switch_model.flow_slot), 16 bits
     # the same, renumbered densely over the slots the flows use (kernel_state.register_rows):
     # flows sharing a slot share a row, as they share the register, and a switch's rows fit
     # in a cache instead of spanning 512 KB (measured: the miss was most of Symphony's cost)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from evaluation.fabric.collectives import lockstep_bound_us
 from evaluation.fabric.config import Background, FabricConfig, SymphonyAt, SymphonyState
 from evaluation.fabric.rows import FIELDS
 from evaluation.fabric.scenarios import CHUNKS, IMBALANCES, K_SWEEP, KB, Run, base_config
@@ -85,7 +86,7 @@ ARRIVAL_JOBS = 4
 
 def _arrivals(cfg: FabricConfig, seed: int) -> FabricConfig:
     rng = random.Random(seed * 7919 + 21)  # its own stream, apart from the run's
-    end = 0.5 * cfg.lockstep_bound_us()
+    end = 0.5 * lockstep_bound_us(cfg)
     starts = sorted(rng.uniform(0.0, end) for _ in range(ARRIVAL_JOBS))
     return replace(cfg, jobs=ARRIVAL_JOBS, job_start_us=tuple(round(s, 1) for s in starts))
 
@@ -142,7 +143,7 @@ def study_runs(
         "two-jobs": cells(
             "two-jobs",
             "",
-            replace(rings, jobs=2, job_start_us=(0.0, 0.25 * rings.lockstep_bound_us())),
+            replace(rings, jobs=2, job_start_us=(0.0, 0.25 * lockstep_bound_us(rings))),
             seeds,
         ),
         "random-arrivals": cells("random-arrivals", "", rings, seeds, per_seed=_arrivals),
@@ -260,7 +261,7 @@ def main(argv: list[str] | None = None) -> None:
     runs = [
         r for s in wanted for r in by_scenario[s] if not args.variant or r.variant in args.variant
     ]
-    runs.sort(key=lambda r: -r.cfg.hosts * r.cfg.lockstep_bound_us())  # longest first
+    runs.sort(key=lambda r: -r.cfg.hosts * lockstep_bound_us(r.cfg))  # longest first
     args.out.mkdir(parents=True, exist_ok=True)
     store = RunStore(args.out / "runs.jsonl")
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from evaluation.fabric.collectives import lockstep_bound_us
 from evaluation.fabric.config import (
     HPCC_BUFFER_PKTS,
     HPCC_HEADER,
@@ -138,7 +139,7 @@ def scenario_runs(
         # The paper's Fig. 4 "Symphony (Late-Start)": Symphony tracks from the start but marks
         # only from 500 ms, about 60 % into its baseline's run. Ours: from the lockstep bound
         # (94 ms at 32 nodes), about 40 % into our baseline's median run.
-        late = replace(b, mode="symphony", late_start_us=b.lockstep_bound_us())
+        late = replace(b, mode="symphony", late_start_us=lockstep_bound_us(b))
         return [
             Run(name, m, "", cfg, s)
             for m, cfg in (
@@ -150,7 +151,7 @@ def scenario_runs(
         ]
     if name == "two-jobs":
         # Job B starts when job A is a quarter through its lockstep time (the paper: 500 ms).
-        cfg = replace(b, jobs=2, job_start_us=(0.0, 0.25 * b.lockstep_bound_us()))
+        cfg = replace(b, jobs=2, job_start_us=(0.0, 0.25 * lockstep_bound_us(b)))
         return _three(name, cfg, seeds)
     raise ValueError(f"unknown scenario {name!r}")
 

@@ -12,6 +12,7 @@ import numpy as np
 from evaluation.fabric import kernel as kn
 from evaluation.fabric import symphony_kernel as sk
 from evaluation.fabric.bound import link_load_bound_us
+from evaluation.fabric.collectives import lockstep_bound_us
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.dcqcn import bdp_bytes
 from evaluation.fabric.kernel_io import Background, Flows, Limits, Nic, Outputs, Symphony, Topology
@@ -192,7 +193,7 @@ def simulate(
     js = np.zeros((n_units, wl.n_jobs + 1, sk.JS_FIELDS), dtype=np.int64)
     js[:, :, sk.JS_ALPHA] = 1
 
-    bound = cfg.lockstep_bound_us()
+    bound = lockstep_bound_us(cfg)
     link_bound = link_load_bound_us(fab, wl)
     max_samples = int(cfg.max_ms * 1000 / cfg.sample_us) + 2
     max_samples = min(max_samples, int(max(bound, link_bound) * 6 / cfg.sample_us) + 1000)

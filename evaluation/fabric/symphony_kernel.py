@@ -1,13 +1,13 @@
-"""The golden model's per-packet algorithm (`symphony.model.pipeline.Pipeline.process`, bmv2
+"""The golden model's per-packet algorithm (`symphony.model.switch_model.SwitchModel.process`, bmv2
 target) as numba code over integer arrays, so the fabric simulator can run it at every switch
 for every packet.
 
 Nothing here computes a table: the log2, log2(alpha) and threshold tables are read from
 `symphony.model.tables.lut_entries()`, the entries the controller installs on the switch, the
-opcode classes from `symphony.model.pipeline`, and the integer steps mirror `pipeline.py` line
-by line. The conformance suite (`conformance/`, its kernel adapter; `tests/test_conformance.py`
-and `python -m conformance`, 1 M packets) feeds the same traces to both and requires identical
-decisions, JobState and flow table.
+opcode classes from `symphony.model.switch_model`, and the integer steps mirror
+`switch_model.py` line by line. The conformance suite (`conformance/`, its kernel adapter;
+`tests/test_conformance.py` and `python -m conformance`, 1 M packets) feeds the same traces to
+both and requires identical decisions, JobState and flow table.
 
 State layout, one row per (switch, job), derived from the model so that a new register or
 parameter fails here, at import, rather than drifting:
@@ -28,7 +28,7 @@ from symphony import p4names as p4n
 from symphony.model import arithmetic as ar
 from symphony.model import tables as tb
 from symphony.model.params import JobParams
-from symphony.model.pipeline import JobState, is_first, is_last, is_tracked_opcode
+from symphony.model.switch_model import JobState, is_first, is_last, is_tracked_opcode
 
 
 def _columns(names: tuple[str, ...], handled: str, what: str, first: int = 0) -> dict[str, int]:
@@ -194,8 +194,8 @@ def process(
     alpha_tab: np.ndarray,
     thr_tab: np.ndarray,
 ) -> tuple[int, int, bool]:
-    """`Pipeline.process` for a packet already classified to `job` (> 0, installed) at switch
-    `sw`; `slot`/`sig` are `pipeline.flow_slot(src, dqpn)`. Returns (p or -1, threshold,
+    """`SwitchModel.process` for a packet already classified to `job` (> 0, installed) at switch
+    `sw`; `slot`/`sig` are `switch_model.flow_slot(src, dqpn)`. Returns (p or -1, threshold,
     outpacing). The caller draws the coin when 0 < threshold < 2^24 and calls `count_mark`."""
     kind = opcode_kind(opcode)
     st = js[sw, job]
@@ -281,7 +281,7 @@ def decide(threshold: int, coin: int) -> bool:
 
 @njit(cache=True, inline="always")
 def symphony_ce(mark: bool, enq_depth: int, gate_depth: int) -> bool:
-    """`model.pipeline.symphony_ce`: the backlog gate lets a mark decision leave as CE only from
+    """`model.switch_model.symphony_ce`: the backlog gate lets a mark decision leave as CE only from
     a queue at least `gate_depth` deep when the packet joined it (tests/test_fabric_sim.py
     compares the two)."""
     return mark and enq_depth >= gate_depth
@@ -307,7 +307,7 @@ def run_trace(
     alpha_tab: np.ndarray,
     thr_tab: np.ndarray,
 ) -> None:
-    """A trace through one switch (index 0), classified as `Pipeline.classify` does it: a
+    """A trace through one switch (index 0), classified as `SwitchModel.classify` does it: a
     tracked opcode, then a non-zero tag's entry (`job_by_tag`), else the source's entry
     (`src_job[i]`: the hosts table's job for packet i's source, 0 for none).
     out[i] = (job or 0, p or -1, threshold, mark)."""

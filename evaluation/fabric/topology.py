@@ -22,18 +22,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from evaluation.fabric.collectives import build_sends, dim_rings, ring_hosts
+from evaluation.fabric.collectives import build_sends, dim_rings, lockstep_bound_us, ring_hosts
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.ecmp import (
     NS3_DPORT,
     NS3_SPORT_BASE,
+    ROCE_DPORT,
+    UDP,
     ecmp_choice,
     host_ip,
     mix64,
     ns3_choice,
     ns3_ip,
 )
-from symphony.model.pipeline import flow_slot
+from symphony.model.ecmp import bucket_members, ecmp_bucket
+from symphony.model.switch_model import flow_slot
 
 # Egress ports on a path, NIC first: NIC, ToR up, agg up, core down, agg down, ToR down.
 MAX_HOPS = 6
@@ -240,6 +243,18 @@ def _choosers(
 
         return fab.route(src, dst, pick)
 
+    def addr(h: int) -> int:
+        return cfg.host_addrs[h] if cfg.host_addrs else host_ip(h)
+
+    def switch_hash(src: int, dst: int, ring: int, sport: int) -> list[int]:
+        # every switch hashes alike (no per-switch seed): next hops in node order, as the
+        # controller sorts a group's member ports (symphony_tools.fabric numbers uplinks so)
+        def pick(sw: int, n: int) -> int:
+            bucket = ecmp_bucket(addr(src), addr(dst), UDP, sport & 0xFFFF, ROCE_DPORT)
+            return bucket_members(range(n))[bucket]
+
+        return fab.route(src, dst, pick)
+
     def ns3(src: int, dst: int, ring: int, sport: int) -> list[int]:
         return ns3_paths(fab, src, dst, sport)[0]
 
@@ -250,7 +265,8 @@ def _choosers(
         fwd = data(src, dst, ring, sport)
         return fab.reverse_path(np.array(fwd), len(fwd))
 
-    data = static if cfg.routing == "static" else ns3 if cfg.ecmp == "ns3" else salted
+    ecmp = {"ns3": ns3, "switch": switch_hash, "salted": salted}[cfg.ecmp]
+    data = static if cfg.routing == "static" else ecmp
     ack = ns3_ack if (cfg.routing == "ecmp" and cfg.ecmp == "ns3") else same_links_back
     return data, ack
 
@@ -327,7 +343,7 @@ def background_sources(
     fabric_ports = np.arange(2 * cfg.hosts, fab.n_ports)  # every switch-to-switch link
     k = bg.bursts
     ports = rng.choice(fabric_ports, size=k) if k else np.zeros(0, dtype=np.int64)
-    horizon = 0.7 * cfg.lockstep_bound_us() * 1e6
+    horizon = 0.7 * lockstep_bound_us(cfg) * 1e6
     t0 = rng.uniform(0, horizon, size=k).astype(np.int64)
     t1 = t0 + round(bg.duration_us * 1e6)
     gap = np.full(k, round(cfg.mtu * 8 / bg.gbps * 1000), dtype=np.int64)

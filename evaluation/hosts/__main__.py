@@ -4,26 +4,31 @@
     python -m evaluation.hosts --smoke         # one short run of each, for a quick look
 
 Starts its own bmv2 and controller (evaluation/hosts/testbed.py), needs root and `make build`.
-Writes CSV, PNG plots and summary.md under --out (default build/experiments/).
+Writes CSV, PNG plots and summary.md under --out (default build/experiments/). Each valid run
+is appended to its CSV as it ends; run the same command again and it resumes (runs already in
+the CSVs are skipped), `--fresh` discards them. A run the harness spoiled is redone with the same
+seed (evaluation/hosts/runs.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import platform
 import re
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
 from evaluation.hosts import experiments as ex
-from evaluation.hosts import report
-from evaluation.hosts.testbed import ROOT, Testbed
+from evaluation.hosts import report, runs
+from evaluation.hosts.nic import RT_PRIORITY
+from evaluation.hosts.testbed import ROOT, SWITCH_RT_PRIORITY, Testbed
 
 PAPER_FIG9 = {  # the paper's sec. 4.7, A starting 500 ms late: flow completion times, ms
     "A_baseline": 1382,
@@ -35,11 +40,27 @@ PAPER_FIG9 = {  # the paper's sec. 4.7, A starting 500 ms late: flow completion 
 }
 
 
+RESULT_FILES = (
+    "fig9_alone.csv",
+    "fig9_runs.csv",
+    "ring_runs.csv",
+    "spoiled_runs.csv",
+    "traces",
+    "meta.json",
+    "summary.md",
+)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python -m evaluation.hosts", description=__doc__.split("\n")[0]
     )
-    p.add_argument("--out", type=Path, default=ROOT / "build/experiments")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="results folder (default build/experiments, build/experiments-smoke with --smoke)",
+    )
     p.add_argument("--reps", type=int, default=5, help="repetitions per point (seeds 0..reps-1)")
     p.add_argument("--line-pps", type=float, default=4000.0, help="emulated link rate, packets/s")
     p.add_argument("--flow-packets", type=int, default=10000, help="experiment 1 flow size")
@@ -62,6 +83,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=1000,
         help="each egress queue's capacity in packets (flows past DCQCN's byte counter need more)",
     )
+    p.add_argument(
+        "--max-reruns",
+        type=int,
+        default=3,
+        help="how often a run the harness spoiled is redone (same seed) before giving up",
+    )
+    p.add_argument(
+        "--rt-priority",
+        type=int,
+        default=RT_PRIORITY,
+        help="SCHED_FIFO priority of the hosts' loop while a run lasts (0: normal scheduler)",
+    )
+    p.add_argument(
+        "--switch-rt-priority",
+        type=int,
+        default=SWITCH_RT_PRIORITY,
+        help="SCHED_FIFO priority of bmv2's threads, below the hosts' (0: normal scheduler)",
+    )
+    p.add_argument(
+        "--fresh", action="store_true", help="discard the runs already in --out and start over"
+    )
     p.add_argument("--smoke", action="store_true", help="one short run of each experiment")
     p.add_argument("--only", choices=("pair", "ring"), default=None)
     p.add_argument(
@@ -75,14 +117,53 @@ def job_name(*parts: object) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", "-".join(map(str, parts)))
 
 
-def write_csv(path: Path, rows: list[dict]) -> None:
-    keys: list[str] = []
-    for r in rows:
-        keys += [k for k in r if k not in keys and not k.startswith("_")]
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
+def settings_of(args: argparse.Namespace) -> dict[str, Any]:
+    """Everything that changes the result of one run: runs made with other settings cannot be
+    mixed with this invocation's (the lists of variants, offsets and seeds may differ)."""
+    pair, ring = ex.Setup(line_pps=args.line_pps), ex.Setup(line_pps=args.ring_line_pps)
+    return {
+        "queue_depth": args.queue_depth,
+        "pair": {"line_pps": args.line_pps, "flow_packets": args.flow_packets},
+        "ring": {"line_pps": args.ring_line_pps, "chunk": args.chunk, "slowdown": args.slowdown},
+        "dcqcn": pair.dcqcn.__dict__,
+        "lateness_limit_ms": {
+            "pair": round(pair.lateness_limit_ms(), 6),
+            "ring": round(ring.lateness_limit_ms(), 6),
+        },
+    }
+
+
+class Cells:
+    """Runs each cell (one variant, offset, seed) until it is valid, logs every spoiled attempt
+    and collects the cells that could not be made valid."""
+
+    def __init__(self, out: Path, max_reruns: int) -> None:
+        self.max_reruns = max_reruns
+        self.spoiled = runs.RunLog(out / "spoiled_runs.csv", key=("experiment", "cell", "attempt"))
+        self.unresolved: list[str] = []
+
+    def run(
+        self,
+        experiment: str,
+        cell: str,
+        attempt: Callable[[int], dict],
+        lateness_limit_ms: float,
+    ) -> dict | None:
+        def log(row: dict, why: str, n: int) -> None:
+            print(f"spoiled: {experiment} {cell} attempt {n}: {why}", file=sys.stderr)
+            self.spoiled.append(
+                {"experiment": experiment, "cell": cell, "attempt": n, "reason": why, **row}
+            )
+
+        res = runs.run_cell(
+            attempt, lambda r: runs.judge(r, lateness_limit_ms), self.max_reruns, log
+        )
+        if res.row is None:
+            self.unresolved.append(
+                f"{experiment} {cell}: no valid run in {len(res.attempts)} attempts;"
+                f" last: {res.attempts[-1][1]}"
+            )
+        return res.row
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,108 +171,172 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:
         args.reps, args.flow_packets, args.chunk = 1, 2000, 300
         args.offsets, args.ks, args.ring_ks, args.gates = "0.5", "0.01", "0.01", ""
-    out: Path = args.out
+    default_out = "build/experiments-smoke" if args.smoke else "build/experiments"
+    out: Path = args.out or ROOT / default_out
     out.mkdir(parents=True, exist_ok=True)
     if args.report:
         return finish(out, json.loads((out / "meta.json").read_text()))
+    settings = settings_of(args)
+    try:
+        note = runs.open_results(out, settings, fresh=args.fresh, files=RESULT_FILES)
+    except runs.SettingsChanged as e:
+        print(f"python -m evaluation.hosts: {e}", file=sys.stderr)
+        return 2
+    print(f"python -m evaluation.hosts: {note}", file=sys.stderr)
     ks = [float(k) for k in args.ks.split(",") if k]
     gates = ex.parse_gates(args.gates)
     offsets = [float(o) for o in args.offsets.split(",") if o]
-    pair_setup = ex.Setup(line_pps=args.line_pps)
-    ring_setup = ex.Setup(line_pps=args.ring_line_pps)
+    pair_setup = ex.Setup(line_pps=args.line_pps, rt_priority=args.rt_priority)
+    ring_setup = ex.Setup(line_pps=args.ring_line_pps, rt_priority=args.rt_priority)
+    old_meta = json.loads((out / "meta.json").read_text()) if (out / "meta.json").is_file() else {}
     meta = {
         "command": " ".join(["python -m evaluation.hosts", *(argv or sys.argv[1:])]),
-        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "started": old_meta.get("started", time.strftime("%Y-%m-%d %H:%M:%S")),
         "machine": f"{platform.machine()}, {platform.node()}",
         "seeds": list(range(args.reps)),
         "queue_depth": args.queue_depth,
         "gates": gates,
+        "max_reruns": args.max_reruns,
+        "rt_priority": args.rt_priority,
+        "switch_rt_priority": args.switch_rt_priority,
         "pair": {
             "line_pps": args.line_pps,
             "time_scale": pair_setup.scaled().scale,
             "t_win_us": pair_setup.t_win_us(),
+            "lateness_limit_ms": pair_setup.lateness_limit_ms(),
             "flow_packets": args.flow_packets,
         },
         "ring": {
             "line_pps": args.ring_line_pps,
             "time_scale": ring_setup.scaled().scale,
             "t_win_us": ring_setup.t_win_us(),
+            "lateness_limit_ms": ring_setup.lateness_limit_ms(),
             "chunk": args.chunk,
             "slowdown": args.slowdown,
         },
         "dcqcn": pair_setup.dcqcn.__dict__,
     }
+    traces = out / "traces"
+    traces.mkdir(exist_ok=True)
+    cells = Cells(out, args.max_reruns)
     t_start = time.perf_counter()
-    with Testbed(out / "run", queue_depth=args.queue_depth) as tb:
+    wall_before = old_meta.get("wall_s", 0.0)
+
+    def save_meta() -> None:
+        """meta.json after every run: an interrupted invocation's time still counts."""
+        meta["wall_s"] = wall_before + time.perf_counter() - t_start
+        meta["unresolved"] = cells.unresolved
+        (out / "meta.json").write_text(json.dumps(meta, indent=2, default=str))
+
+    with Testbed(
+        out / "run", queue_depth=args.queue_depth, rt_priority=args.switch_rt_priority
+    ) as tb:
+        meta["switch_realtime"] = tb.realtime
         if args.only in (None, "pair"):
             t_alone = args.flow_packets / args.line_pps
-            alone = []
-            pair_rows = []
-            traces = {}
-            pair_variants = ex.variants(ks, gates)
-            todo = [(v, o, s) for s in range(args.reps) for o in offsets for v in pair_variants]
-            for s in tqdm(range(args.reps), desc="exp 1 alone", file=sys.stderr):
-                alone.append(
-                    ex.run_alone(
-                        tb, pair_setup, packets=args.flow_packets, seed=s, name=f"alone-{s}"
+            limit = pair_setup.lateness_limit_ms()
+            alone = runs.RunLog(out / "fig9_alone.csv", ("seed",))
+            todo_alone = [s for s in range(args.reps) if not alone.done(seed=s)]
+            for s in tqdm(todo_alone, desc="exp 1 alone", file=sys.stderr):
+
+                def one_alone(n: int, s: int = s) -> dict:
+                    name = job_name("alone", s, *(["r", n] if n else []))
+                    return ex.run_alone(
+                        tb, pair_setup, packets=args.flow_packets, seed=s, name=name
                     )
-                )
+
+                row = cells.run("exp 1 alone", f"seed {s}", one_alone, limit)
+                if row is not None:
+                    alone.append(row)
+                save_meta()
+            pairs = runs.RunLog(out / "fig9_runs.csv", ("variant", "offset_frac", "seed"))
+            todo = [
+                (v, o, s)
+                for s in range(args.reps)
+                for o in offsets
+                for v in ex.variants(ks, gates)
+                if not pairs.done(variant=v.name, offset_frac=o, seed=s)
+            ]
             for v, o, s in tqdm(todo, desc="exp 1 pairs", file=sys.stderr):
-                keep = s == 0
-                row = ex.run_pair(
-                    tb,
-                    pair_setup,
-                    v,
-                    offset=o * t_alone,
-                    packets=args.flow_packets,
-                    seed=s,
-                    name=job_name("pair", v.name, o, s),
-                    keep_trace=keep,
-                )
-                row["offset_frac"] = o
-                if keep:
-                    traces[(v.name, o)] = row.pop("_trace")
-                pair_rows.append(row)
-            write_csv(out / "fig9_alone.csv", alone)
-            write_csv(out / "fig9_runs.csv", pair_rows)
-            report.fig9_plots(out, pair_rows, traces, t_alone)
-            meta["pair"]["alone_fct_s"] = statistics.median(r["A_fct_s"] for r in alone)
+
+                def one_pair(n: int, v: ex.Variant = v, o: float = o, s: int = s) -> dict:
+                    row = ex.run_pair(
+                        tb,
+                        pair_setup,
+                        v,
+                        offset=o * t_alone,
+                        packets=args.flow_packets,
+                        seed=s,
+                        name=job_name("pair", v.name, o, s, *(["r", n] if n else [])),
+                        keep_trace=s == 0,
+                    )
+                    row["offset_frac"] = o
+                    return row
+
+                row = cells.run("exp 1", f"{v.name} offset {o:g} seed {s}", one_pair, limit)
+                if row is not None:
+                    if "_trace" in row:
+                        report.save_trace(
+                            traces / f"pair-{v.name}-{o:g}.json",
+                            {"variant": v.name, "offset": o, **row.pop("_trace")},
+                        )
+                    pairs.append(row)
+                save_meta()
+            report.fig9_plots(
+                out, report.read_rows(pairs.path), report.load_pair_traces(traces), t_alone
+            )
+            alone_rows = report.read_rows(alone.path)
+            if alone_rows:
+                meta["pair"]["alone_fct_s"] = statistics.median(r["A_fct_s"] for r in alone_rows)
         if args.only in (None, "ring"):
-            ring_rows = []
-            ring_intervals = {}
+            limit = ring_setup.lateness_limit_ms()
+            rings = runs.RunLog(out / "ring_runs.csv", ("variant", "seed"))
             todo_r = [
                 (v, s)
                 for s in range(args.reps)
                 for v in ex.variants([float(k) for k in args.ring_ks.split(",") if k], gates)
+                if not rings.done(variant=v.name, seed=s)
             ]
             for v, s in tqdm(todo_r, desc="exp 2 ring", file=sys.stderr):
-                res = ex.run_ring(
-                    tb,
-                    ring_setup,
-                    v,
-                    chunk=args.chunk,
-                    slow_port=1,
-                    slowdown=args.slowdown,
-                    jitter_s=0.05 * args.chunk / args.ring_line_pps,
-                    seed=s,
-                    name=job_name("ring", v.name, s),
+
+                def one_ring(n: int, v: ex.Variant = v, s: int = s) -> dict:
+                    res = ex.run_ring(
+                        tb,
+                        ring_setup,
+                        v,
+                        chunk=args.chunk,
+                        slow_port=1,
+                        slowdown=args.slowdown,
+                        jitter_s=0.05 * args.chunk / args.ring_line_pps,
+                        seed=s,
+                        name=job_name("ring", v.name, s, *(["r", n] if n else [])),
+                    )
+                    return {**res.row, "_intervals": res.intervals}
+
+                row = cells.run("exp 2", f"{v.name} seed {s}", one_ring, limit)
+                if row is not None:
+                    intervals = row.pop("_intervals")
+                    if s == 0:
+                        report.save_trace(
+                            traces / f"ring-{v.name}.json",
+                            {"variant": v.name, "intervals": intervals},
+                        )
+                    rings.append(row)
+                save_meta()
+            if rings.rows:
+                report.ring_plots(
+                    out, report.read_rows(rings.path), report.load_ring_traces(traces)
                 )
-                ring_rows.append(res.row)
-                if s == 0:
-                    ring_intervals[v.name] = res.intervals
-            write_csv(out / "ring_runs.csv", ring_rows)
-            report.ring_plots(out, ring_rows, ring_intervals)
-    meta["wall_s"] = time.perf_counter() - t_start
-    (out / "meta.json").write_text(json.dumps(meta, indent=2, default=str))
+    save_meta()
     return finish(out, meta)
 
 
 def finish(out: Path, meta: dict) -> int:
-    """summary.md from the CSVs; non-zero when a run lost packets or did not complete."""
+    """summary.md from the CSVs; non-zero when a run could not be made valid (the reasons)."""
     summary = report.summary(out, meta, PAPER_FIG9)
     (out / "summary.md").write_text(summary)
     print(summary)
-    bad = report.problems(out)
+    bad = report.problems(out, meta)
     for b in bad:
         print(f"PROBLEM: {b}", file=sys.stderr)
     return 1 if bad else 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -14,7 +15,36 @@ import contextlib
 
 import matplotlib.pyplot as plt
 
+from evaluation.hosts import runs
 from evaluation.hosts.experiments import median, overlap_series
+from evaluation.hosts.losses import PLACES
+
+
+def read_rows(path: Path) -> list[dict]:
+    """A CSV of runs, numbers as floats, empty fields as NaN."""
+    return _read(path)
+
+
+def save_trace(path: Path, data: dict) -> None:
+    """One run's time series (seed 0), kept beside the CSVs so a resumed experiment still
+    plots the runs an earlier invocation made."""
+    path.write_text(json.dumps(data, separators=(",", ":")))
+
+
+def load_pair_traces(folder: Path) -> dict[tuple[str, float], dict]:
+    out = {}
+    for f in sorted(folder.glob("pair-*.json")):
+        d = json.loads(f.read_text())
+        out[(d["variant"], float(d["offset"]))] = {"arrivals": d["arrivals"], "rates": d["rates"]}
+    return out
+
+
+def load_ring_traces(folder: Path) -> dict[str, list[tuple[float, float, int]]]:
+    out = {}
+    for f in sorted(folder.glob("ring-*.json")):
+        d = json.loads(f.read_text())
+        out[d["variant"]] = [tuple(x) for x in d["intervals"]]
+    return out
 
 
 def _read(path: Path) -> list[dict]:
@@ -91,6 +121,8 @@ def fig9_plots(out: Path, rows: list[dict], traces: dict, t_alone: float) -> Non
         fig.tight_layout()
         fig.savefig(out / "fig9_timeline.png", dpi=110)
         plt.close(fig)
+    if not rows:
+        return
     by = defaultdict(list)
     for r in rows:
         by[r["variant"]].append(r)
@@ -159,15 +191,17 @@ def summary(out: Path, meta: dict, paper: dict) -> str:
             f"Link {pm['line_pps']:.0f} pkt/s = 10 Gb/s scaled by {pm['time_scale']:.0f}"
             f" (every DCQCN timer and T_win = {pm['t_win_us']:.0f} us scaled alike);"
             f" {pm['flow_packets']} packets of 1 KB per flow.",
-            f"One flow alone: {_spread([r['A_fct_s'] for r in alone], 1e3)} ms (median [min-max]).",
+            f"One flow alone: {_spread([r['A_fct_s'] for r in alone], 1e3)} ms (median [min-max];"
+            f" its line time {1e3 * pm['flow_packets'] / pm['line_pps']:.0f} ms: a longer one says"
+            " bmv2 did not keep its queue rate).",
             "",
             "Times in emulated ms, median [min-max] over the seeds; change vs baseline at the"
             " same offset.",
             "",
             "| A delay / alone | variant | A completion | B completion | both on wire |"
             " A vs base | B vs base | overlap vs base | CE on A | CE on B | CNPs A/B |"
-            " Symphony marks | queue marks | lost |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            " Symphony marks | queue marks | queue drops | reruns |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         by = defaultdict(list)
         for r in rows:
@@ -196,7 +230,7 @@ def summary(out: Path, meta: dict, paper: dict) -> str:
                     f"/{median([r.get('B_cnps', math.nan) for r in rs]):.0f}"
                     f" | {median([r['symphony_marks'] for r in rs]):.0f}"
                     f" | {median([r['queue_marks'] for r in rs]):.0f}"
-                    f" | {sum(r.get('A_lost', 0) + r.get('B_lost', 0) for r in rs):.0f} |"
+                    f" | {_total(rs, 'lost_queue')} | {_total(rs, 'reruns')} |"
                 )
         lines += [
             "",
@@ -205,12 +239,7 @@ def summary(out: Path, meta: dict, paper: dict) -> str:
             f" -> {paper['B_symphony']} ms (+2 %), both on wire {paper['overlap_baseline']} ->"
             f" {paper['overlap_symphony']} ms (-19.5 %).",
         ]
-        lag = max(max(r.get("A_max_lag_ms", 0), r.get("B_max_lag_ms", 0)) for r in rows)
-        lines.append(
-            f"Hosts: worst send lateness {lag:.2f} ms against a packet gap of"
-            f" {1e3 / pm['line_pps']:.2f} ms; lost packets in all runs:"
-            f" {sum(r.get('A_lost', 0) + r.get('B_lost', 0) for r in rows):.0f}."
-        )
+        lines.append(_hosts_line(rows, pm))
     ring = _read(out / "ring_runs.csv")
     if ring:
         rm = meta["ring"]
@@ -223,8 +252,8 @@ def summary(out: Path, meta: dict, paper: dict) -> str:
             "",
             "| variant | CCT (ms) | vs baseline | lockstep bound (ms) | overlap mean |"
             " overlap max |"
-            " Symphony marks | queue marks | CNPs | lost |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            " Symphony marks | queue marks | CNPs | queue drops | reruns |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         by = defaultdict(list)
         for r in ring:
@@ -241,26 +270,83 @@ def summary(out: Path, meta: dict, paper: dict) -> str:
                 f" | {median([r['symphony_marks'] for r in rs]):.0f}"
                 f" | {median([r['queue_marks'] for r in rs]):.0f}"
                 f" | {median([r['cnps'] for r in rs]):.0f}"
-                f" | {sum(r['lost'] for r in rs):.0f} |"
+                f" | {_total(rs, 'lost_queue')} | {_total(rs, 'reruns')} |"
             )
+        lines += ["", _hosts_line(ring, rm)]
+    lines += _losses_section(out, meta)
     lines.append("")
     return "\n".join(lines)
 
 
-def problems(out: Path) -> list[str]:
-    """Runs whose numbers must not be trusted: incomplete or lossy."""
-    bad = []
-    for r in _read(out / "fig9_runs.csv"):
-        lost = r.get("A_lost", 0) + r.get("B_lost", 0)
-        if r["complete"] != "True" or lost:
-            bad.append(
-                f"exp 1 {r['variant']} offset {r['offset_frac']} seed {r['seed']:.0f}: "
-                f"complete={r['complete']} lost={lost:.0f}"
+def _total(rows: list[dict], key: str) -> str:
+    xs = [r.get(key, math.nan) for r in rows]
+    xs = [x for x in xs if isinstance(x, float) and not math.isnan(x)]
+    return f"{sum(xs):.0f}" if xs else "-"
+
+
+def _hosts_line(rows: list[dict], m: dict) -> str:
+    lags = [r.get("max_lag_ms", math.nan) for r in rows]
+    lag = max((x for x in lags if isinstance(x, float) and not math.isnan(x)), default=math.nan)
+    limit = m.get("lateness_limit_ms", math.nan)
+    return (
+        f"Hosts: worst send lateness {lag:.2f} ms in the valid runs (limit {limit:.2f} ms), against"
+        f" a packet gap of {1e3 / m['line_pps']:.2f} ms."
+    )
+
+
+def _losses_section(out: Path, meta: dict) -> list[str]:
+    """Where frames were lost, over the valid runs and over the attempts the harness spoiled
+    (rerun with the same seed, docs/experiments.md)."""
+    valid = [
+        r for f in ("fig9_alone.csv", "fig9_runs.csv", "ring_runs.csv") for r in _read(out / f)
+    ]
+    spoiled = _read(out / "spoiled_runs.csv")
+    if not valid and not spoiled:
+        return []
+
+    def places(rows: list[dict]) -> str:
+        sums = {p: _total(rows, f"lost_{p}") for p in (*PLACES, "unattributed")}
+        return ", ".join(f"{p} {n}" for p, n in sums.items())
+
+    if not valid:
+        lines = ["", "## Where frames were lost", "", "No valid run."]
+        if spoiled:
+            lines.append(
+                f"Spoiled attempts: {len(spoiled)}; their losses by place: {places(spoiled)}."
             )
-    for r in _read(out / "ring_runs.csv"):
-        if r["complete"] != "True" or r["lost"]:
-            bad.append(
-                f"exp 2 {r['variant']} seed {r['seed']:.0f}: complete={r['complete']}"
-                f" lost={r['lost']:.0f}"
-            )
-    return bad
+        return lines
+    sent = _total(valid, "frames_sent")
+    received = _total(valid, "frames_received")
+    bad_sum = [r for r in valid if r.get("lost_unattributed", 0)]
+    lines = [
+        "",
+        "## Where frames were lost",
+        "",
+        f"Valid runs: {len(valid)}; frames sent {sent}, received {received} (data and CNPs);"
+        f" lost by place: {places(valid)}. Queue drops are a result of the congestion control;"
+        " every other place is the emulation's, and a run with any is rerun.",
+        "The sum check (sent - received = the losses counted at each place) "
+        + (
+            "held in every valid run."
+            if not bad_sum
+            else f"FAILED in {len(bad_sum)} valid runs (see lost_unattributed in the CSVs)."
+        ),
+    ]
+    if spoiled:
+        reasons: dict[str, int] = defaultdict(int)
+        for r in spoiled:
+            for kind in runs.reason_kinds(str(r.get("reason", ""))):
+                reasons[kind] += 1
+        lines.append(
+            f"Spoiled attempts (rerun with the same seed, at most {meta.get('max_reruns', '?')}"
+            f" times per run): {len(spoiled)}; their losses by place: {places(spoiled)};"
+            " reasons: " + ", ".join(f"{w} ({n})" for w, n in sorted(reasons.items())) + "."
+        )
+    else:
+        lines.append("No attempt was spoiled: no run needed a rerun.")
+    return lines
+
+
+def problems(out: Path, meta: dict) -> list[str]:
+    """Runs that could not be made valid (every attempt spoiled by the harness), with why."""
+    return list(meta.get("unresolved", []))

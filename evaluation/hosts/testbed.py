@@ -17,6 +17,7 @@ from pathlib import Path
 
 import grpc
 
+from evaluation.hosts.losses import Iface, Link, LossMeter, Switch, Topology
 from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
 from symphony.switch.thrift_registers import Bmv2Thrift
@@ -31,7 +32,19 @@ DEFAULT_ENV = replace(
     veth_base=40,
     ports=4,
     run_dir=ROOT / "run/bmv2-exp",
+    # The largest frame is 1098 bytes: at MTU 1500 bmv2's capture ring holds ~1300 frames
+    # (bmv2_env/offload_off.py), 6 times more than at the default 9500.
+    mtu=1500,
 )
+
+
+# bmv2 runs under SCHED_FIFO at this priority (root only; 0 = the normal scheduler), below the
+# hosts' loop (nic.RT_PRIORITY) so the loop preempts it. With two CPU-bound processes beside it
+# on 2 cores, bmv2 at the normal priority fell behind its queue rate (a lone flow took 1.16-1.98
+# times its line time at 8000 packets/s, frames lost in its capture and in the queue that could
+# not drain); under SCHED_FIFO it kept the rate (1.001-1.003) and lost nothing
+# (docs/experiments.md, "The harness loses nothing by itself"). Its threads sleep when idle.
+SWITCH_RT_PRIORITY = 10
 
 
 class TestbedError(RuntimeError):
@@ -52,14 +65,18 @@ class Testbed:
         k_max: int = 100,
         p_max: float = 0.2,
         queue_depth: int = 1000,
+        rt_priority: int = SWITCH_RT_PRIORITY,
     ) -> None:
         self.env = env
+        self.rt_priority = rt_priority
+        self.realtime = False  # whether bmv2 got SCHED_FIFO
         self.run_dir = run_dir.resolve()  # the config resolves paths against its own folder
         self.queue = (k_min, k_max, p_max)
         self.queue_depth = queue_depth
         self.api = f"127.0.0.1:{free_port()}"
         self.proc: subprocess.Popen | None = None
         self.thrift: Bmv2Thrift | None = None
+        self.meter: LossMeter | None = None
         self.channel: grpc.Channel | None = None
         self.stub: pb_grpc.JobServiceStub | None = None
         self._started_switch = False
@@ -74,9 +91,11 @@ class Testbed:
             self._bmv2("stop")  # a switch left over by an interrupted run
             self._bmv2("start")
             self._started_switch = True
+            self.realtime = self._switch_realtime()
             self._start_controller()
             self.thrift = Bmv2Thrift("127.0.0.1", self.env.thrift_port)
             self.thrift.set_queue_depth(self.queue_depth)
+            self.meter = LossMeter(self.topology())
         except BaseException:
             self.__exit__()
             raise
@@ -93,6 +112,9 @@ class Testbed:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
         self.proc = None
+        if self.meter is not None:
+            self.meter.close()
+            self.meter = None
         if self.thrift is not None:
             self.thrift.close()
             self.thrift = None
@@ -110,6 +132,18 @@ class Testbed:
         )
         if out.returncode != 0:
             raise TestbedError(f"bmv2_env/{action}.sh failed: {out.stderr.strip()}")
+
+    def _switch_realtime(self) -> bool:
+        """Every thread of bmv2 under SCHED_FIFO (threads it starts later inherit it)."""
+        if self.rt_priority <= 0:
+            return False
+        pid = int((self.env.run_dir / "switch.pid").read_text())
+        try:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                os.sched_setscheduler(int(tid), os.SCHED_FIFO, os.sched_param(self.rt_priority))
+        except (PermissionError, ProcessLookupError, FileNotFoundError):
+            return False
+        return True
 
     def _start_controller(self) -> None:
         k_min, k_max, p_max = self.queue
@@ -133,6 +167,9 @@ class Testbed:
             [sys.executable, "-m", "symphony.daemon", "--config", str(cfg)],
             stdout=log,
             stderr=subprocess.STDOUT,
+            # Its own session: a Ctrl-C stops the experiment, which then releases the run's job
+            # and stops the controller itself (the results so far are in the CSVs).
+            start_new_session=True,
         )
         log.close()
         self.channel = grpc.insecure_channel(self.api)
@@ -149,6 +186,19 @@ class Testbed:
                 pass
             time.sleep(0.1)
         raise TestbedError(f"switch not ready after 60 s; see {self.run_dir}/controller.log")
+
+    def topology(self) -> Topology:
+        """The switch and its veth pairs, for the loss attribution (evaluation/hosts/losses.py)."""
+        ports = range(self.env.ports)
+        return Topology(
+            switches=(
+                Switch("s1", self.env.thrift_port, tuple((p, self.switch_iface(p)) for p in ports)),
+            ),
+            links=tuple(Link(Iface(self.env.host_if(p)), self.switch_iface(p)) for p in ports),
+        )
+
+    def switch_iface(self, port: int) -> Iface:
+        return Iface(self.env.switch_if(port))
 
     # -- jobs, through the controller's API -----------------------------------------------
     def allocate(self, name: str, **params: float | int | str) -> int:

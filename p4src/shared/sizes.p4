@@ -25,11 +25,19 @@
 #define TAG_TABLE_SIZE 8192
 #define ROUTE_TABLE_SIZE 1024
 #define PORT_TABLE_SIZE 512
+// ECMP (forward.p4, docs/design.md "ECMP"): a group has 2^ECMP_BUCKET_BITS buckets, the low bits
+// of the 5-tuple's CRC-32; the member table holds every group's buckets (256 groups of 16).
+// controller/symphony/sizes.py repeats both; tests/test_p4info_names.py checks them.
+#define ECMP_BUCKET_BITS 4
+#define ECMP_BUCKETS (1 << ECMP_BUCKET_BITS)
+#define ECMP_MEMBER_TABLE_SIZE 4096
 // log2 LPM tables: 2^7 - 1 exact entries + 17 exponents x 2^6 mantissas = 1215 (model/tables.py).
 #define LOG_TABLE_SIZE 1280
 #define ALPHA_TABLE_SIZE 256
 // Probability table domain: d in [0, 16 * 256).
 #define PROB_TABLE_SIZE 4096
 #define QUEUE_TABLE_SIZE 8192
+// Per-port frame counters (include/port_counters.p4): one cell per 9-bit port number.
+#define PORT_SLOTS 512
 
 #endif

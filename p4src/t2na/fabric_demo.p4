@@ -8,6 +8,7 @@
 #include <t2na.p4>
 
 #include "include/symphony_lib.p4"
+#include "include/port_counters.p4"
 
 #define L2_TABLE_SIZE 8192
 #define ROUTE_V4_SIZE 8192
@@ -106,6 +107,8 @@ control DemoIngress(inout demo_headers_t hdr, inout demo_ingress_meta_t meta,
                     inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
                     inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     SymphonyTracker() symphony;
+    // Same P4Runtime names as in symphony.p4: one loss-attribution code path for both.
+    @name(".SymphonyIngress.ports") PortCountersIn() ports;
 
     // L2: bridged traffic by destination MAC.
     action l2_output(PortId_t port) {
@@ -201,6 +204,7 @@ control DemoIngress(inout demo_headers_t hdr, inout demo_ingress_meta_t meta,
         acl.apply();
         symphony.apply(hdr.ipv4, hdr.udp, hdr.bth, meta.symphony, meta.bridge,
                        ig_prsr_md.global_tstamp, ig_prsr_md.parser_err, ig_dprsr_md.drop_ctl);
+        ports.apply(ig_intr_md, ig_dprsr_md, ig_tm_md);
     }
 }
 
@@ -238,9 +242,11 @@ control DemoEgress(inout demo_headers_t hdr, inout demo_egress_meta_t meta,
                    inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
                    inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
     SymphonyMarker() symphony;
+    @name(".SymphonyEgress.ports") PortCountersOut() ports;
 
     apply {
         symphony.apply(hdr.ipv4, meta.bridge, meta.symphony, eg_intr_md);
+        ports.apply(eg_intr_md);
     }
 }
 

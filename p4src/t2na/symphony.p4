@@ -5,10 +5,12 @@
 #include <t2na.p4>
 
 #include "include/symphony_lib.p4"
+#include "include/forward.p4"
 
 struct ingress_meta_t {
     symphony_ingress_t symphony;
     symphony_bridge_h  bridge;
+    ecmp_ports_t       ecmp_ports;  // the parser fills them, Forward's hash reads them
 }
 
 struct egress_meta_t {
@@ -17,8 +19,8 @@ struct egress_meta_t {
 }
 
 #include "include/parser.p4"
-#include "include/forward.p4"
 #include "include/deparser.p4"
+#include "include/port_counters.p4"
 
 control SymphonyIngress(inout headers_t hdr,
                         inout ingress_meta_t meta,
@@ -28,11 +30,13 @@ control SymphonyIngress(inout headers_t hdr,
                         inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     Forward() forward;
     SymphonyTracker() symphony;
+    PortCountersIn() ports;
 
     apply {
-        forward.apply(hdr, ig_intr_md, ig_dprsr_md, ig_tm_md);
+        forward.apply(hdr, meta.ecmp_ports, ig_intr_md, ig_dprsr_md, ig_tm_md);
         symphony.apply(hdr.ipv4, hdr.udp, hdr.bth, meta.symphony, meta.bridge,
                        ig_prsr_md.global_tstamp, ig_prsr_md.parser_err, ig_dprsr_md.drop_ctl);
+        ports.apply(ig_intr_md, ig_dprsr_md, ig_tm_md);
     }
 }
 
@@ -43,9 +47,11 @@ control SymphonyEgress(inout headers_t hdr,
                        inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
                        inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
     SymphonyMarker() symphony;
+    PortCountersOut() ports;
 
     apply {
         symphony.apply(hdr.ipv4, meta.bridge, meta.symphony, eg_intr_md);
+        ports.apply(eg_intr_md);
     }
 }
 

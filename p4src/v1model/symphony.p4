@@ -9,6 +9,7 @@
 #include "include/parser.p4"
 #include "include/forward.p4"
 #include "include/deparser.p4"
+#include "include/port_counters.p4"
 
 // v1model's mark_to_drop() sends a packet to port 511.
 const bit<9> DROP_PORT = 511;
@@ -18,6 +19,7 @@ control SymphonyIngress(inout headers_t hdr,
                         inout standard_metadata_t standard_metadata) {
     Forward() forward;
     SymphonyTracker() symphony;
+    PortCountersIn() ports;
 
     apply {
         forward.apply(hdr, standard_metadata);
@@ -25,6 +27,7 @@ control SymphonyIngress(inout headers_t hdr,
                        standard_metadata.ingress_global_timestamp,
                        standard_metadata.parser_error == error.NoError
                            && standard_metadata.egress_spec != DROP_PORT);
+        ports.apply(standard_metadata);
     }
 }
 
@@ -32,9 +35,11 @@ control SymphonyEgress(inout headers_t hdr,
                        inout symphony_meta_t meta,
                        inout standard_metadata_t standard_metadata) {
     SymphonyMarker() symphony;
+    PortCountersOut() ports;
 
     apply {
         symphony.apply(hdr.ipv4, meta, standard_metadata);
+        ports.apply(standard_metadata);
     }
 }
 

@@ -186,10 +186,10 @@ def expected_state(
     decision must be certain (P = 0 or 1), and with ``marks`` False never a mark."""
     from conformance.packets import parsed_view
     from symphony.model.params import JobParams
-    from symphony.model.pipeline import Pipeline
+    from symphony.model.switch_model import SwitchModel
 
     views = [parsed_view(p) for p in pkts]
-    model = Pipeline()
+    model = SwitchModel()
     params = (params or JobParams(t_win_us=0.0)).to_action_params(ENV_TICK_NS)
     hosts = () if tag else (views[0].src,)
     model.install_job(job_id, params, tag=tag, hosts=hosts)

@@ -3,9 +3,8 @@ spines, 4 hosts in their namespaces; pings between hosts on different leaves cro
 config's routes name, and stopping leaves nothing behind.
 
 Its own ports (P4Runtime 9859-9862, Thrift 9390-9393, interfaces and namespaces "sf-*"), so it
-runs beside the other bmv2 tests. Needs simple_switch_grpc, `make build`'s program, root, nft,
-ethtool and ping (scripts/install_test_deps.sh installs the last three); skips naming what is
-missing.
+runs beside the other bmv2 tests. Needs simple_switch_grpc, `make build`'s program, root, nft
+and ping (scripts/install_test_deps.sh installs the last two); skips naming what is missing.
 """
 
 from __future__ import annotations
@@ -134,8 +133,8 @@ def test_same_leaf_ping(running: Running) -> None:
 
 def test_a_stalled_switch_keeps_1000_frames(running: Running) -> None:
     """bmv2's ports hold what arrives while it is descheduled (here: stopped) in libpcap's
-    receive ring: 1000 RoCEv2 frames sent to a stopped leaf all arrive once it runs again (with
-    offloads on, or at MTU 9500, the ring would hold 32 or 219; docs/fabric.md)."""
+    capture ring: 1000 RoCEv2 frames sent to a stopped leaf all arrive once it runs again (at MTU
+    9500 the ring would hold 219, with offloads on 32; docs/fabric.md)."""
     fabric = running.fabric
     h0, h1 = fabric.topo.host(0), fabric.topo.host(1)
     fabric.thrift("leaf0").set_queue_depth(2000)

@@ -9,7 +9,7 @@ from typing import Any
 from symphony.api import symphony_pb2 as pb
 from symphony.jobs.store import Job
 from symphony.model.params import PARAM_NAMES
-from symphony.model.pipeline import JobState
+from symphony.model.switch_model import JobState
 
 
 def params_from_pb(msg: pb.Params) -> dict[str, Any]:

@@ -126,23 +126,33 @@ class JobService(pb_grpc.JobServiceServicer):
 
     @_errors
     async def SwitchStatus(self, request: Any, context: Any) -> pb.SwitchStatusReply:
+        """Every switch of the config: its session's status, or "unmanaged" where this
+        controller runs none (a follower)."""
+        sessions = {s.name: s for s in self.m.switch_status()}
+        topology = self.m.config.topology
         out = []
-        for s in self.m.switch_status():
-            out.append(
-                pb.SwitchInfo(
-                    name=s.name,
-                    address=s.address,
-                    target=s.target,
-                    state=s.state,
-                    connected_since=s.connected_since or 0.0,
-                    last_error=s.last_error,
-                    connects=s.connects,
-                    last_reconcile=s.last_reconcile or 0.0,
-                    last_reconcile_changes=s.last_reconcile_changes,
-                    entries=s.entries,
-                    jobs=s.jobs,
-                )
+        for sw in self.m.config.switches:
+            info = pb.SwitchInfo(
+                name=sw.name, address=sw.address, target=sw.target, ports=len(sw.ports)
             )
+            if topology is not None:
+                info.neighbours.extend(topology.neighbour_labels(sw.name))
+            s = sessions.get(sw.name)
+            if s is None:
+                info.state = "unmanaged"
+                info.last_error = self.m.gate.why_not() or "no session on this controller"
+            else:
+                info.state = s.state
+                info.connected_since = s.connected_since or 0.0
+                info.last_error = s.last_error
+                info.connects = s.connects
+                info.last_reconcile = s.last_reconcile or 0.0
+                info.last_reconcile_changes = s.last_reconcile_changes
+                info.entries = s.entries
+                info.jobs = s.jobs
+                info.routes = s.routes
+                info.ecmp_groups = s.ecmp_groups
+            out.append(info)
         return pb.SwitchStatusReply(switches=out)
 
 

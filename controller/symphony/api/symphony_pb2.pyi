@@ -168,7 +168,7 @@ class SwitchStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class SwitchInfo(_message.Message):
-    __slots__ = ("name", "address", "target", "state", "connected_since", "last_error", "connects", "last_reconcile", "last_reconcile_changes", "entries", "jobs")
+    __slots__ = ("name", "address", "target", "state", "connected_since", "last_error", "connects", "last_reconcile", "last_reconcile_changes", "entries", "jobs", "ports", "neighbours", "routes", "ecmp_groups")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
@@ -180,6 +180,10 @@ class SwitchInfo(_message.Message):
     LAST_RECONCILE_CHANGES_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     JOBS_FIELD_NUMBER: _ClassVar[int]
+    PORTS_FIELD_NUMBER: _ClassVar[int]
+    NEIGHBOURS_FIELD_NUMBER: _ClassVar[int]
+    ROUTES_FIELD_NUMBER: _ClassVar[int]
+    ECMP_GROUPS_FIELD_NUMBER: _ClassVar[int]
     name: str
     address: str
     target: str
@@ -191,7 +195,11 @@ class SwitchInfo(_message.Message):
     last_reconcile_changes: int
     entries: int
     jobs: int
-    def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., target: _Optional[str] = ..., state: _Optional[str] = ..., connected_since: _Optional[float] = ..., last_error: _Optional[str] = ..., connects: _Optional[int] = ..., last_reconcile: _Optional[float] = ..., last_reconcile_changes: _Optional[int] = ..., entries: _Optional[int] = ..., jobs: _Optional[int] = ...) -> None: ...
+    ports: int
+    neighbours: _containers.RepeatedScalarFieldContainer[str]
+    routes: int
+    ecmp_groups: int
+    def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., target: _Optional[str] = ..., state: _Optional[str] = ..., connected_since: _Optional[float] = ..., last_error: _Optional[str] = ..., connects: _Optional[int] = ..., last_reconcile: _Optional[float] = ..., last_reconcile_changes: _Optional[int] = ..., entries: _Optional[int] = ..., jobs: _Optional[int] = ..., ports: _Optional[int] = ..., neighbours: _Optional[_Iterable[str]] = ..., routes: _Optional[int] = ..., ecmp_groups: _Optional[int] = ...) -> None: ...
 
 class SwitchStatusReply(_message.Message):
     __slots__ = ("switches",)

@@ -3,6 +3,8 @@
 - schema.py: the dataclasses the rest of the controller reads;
 - reader.py: a generic typed TOML reader whose errors name the field;
 - security.py: the API's security policy (who may connect, and how);
+- topology.py: the fabric (switches, links, hosts) and what follows from it: every switch's
+  routes and ECMP groups, a job's switches, the refusals;
 - load.py: the sections of the file, checked field by field;
 - example.toml: examples/bmv2.toml (a link), printed by ``symphony-controller --example-config``.
 """
@@ -23,6 +25,7 @@ from symphony.config.schema import (
     StoreConfig,
     SwitchConfig,
 )
+from symphony.config.topology import Topology
 
 
 def example() -> str:
@@ -40,6 +43,7 @@ __all__ = [
     "Route",
     "StoreConfig",
     "SwitchConfig",
+    "Topology",
     "example",
     "is_loopback_host",
     "load",

@@ -24,3 +24,15 @@ def is_loopback_host(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def unicast_ipv4(text: str) -> ipaddress.IPv4Address:
+    """A host's IPv4 address in dotted-quad form (no leading zeros); ValueError when it is not
+    one, or not a unicast host address (0.0.0.0, multicast, reserved, broadcast)."""
+    try:
+        addr = ipaddress.IPv4Address(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not an IPv4 address") from None
+    if addr.is_unspecified or addr.is_multicast or addr.is_reserved or int(addr) == 0xFFFFFFFF:
+        raise ValueError(f"{addr} is not a unicast host address")
+    return addr

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from symphony.config.addresses import split_host_port
+from symphony.config import topology
+from symphony.config.addresses import split_host_port, unicast_ipv4
 from symphony.config.reader import TableReader, read_toml
 from symphony.config.schema import (
     DEFAULT_QUEUE_MARKING,
@@ -35,7 +36,7 @@ from symphony.model.params import (
     QueueParams,
     check_overrides,
 )
-from symphony.sizes import PORT_MAX, QUEUE_DEPTH_LIMIT, TARGETS
+from symphony.sizes import NAME_RE, PORT_MAX, QUEUE_DEPTH_LIMIT, ROUTE_TABLE_SIZE, TARGETS
 
 
 def load(path: str | Path) -> Config:
@@ -57,6 +58,8 @@ def parse(raw: Mapping[str, Any], base_dir: Path = Path(".")) -> Config:
         "metrics",
         "controller",
         "store",
+        "links",
+        "hosts",
     )
     ctl = r.table("controller")
     ctl.only_keys(
@@ -75,6 +78,7 @@ def parse(raw: Mapping[str, Any], base_dir: Path = Path(".")) -> Config:
     qm_defaults = _queue_marking(r.table("queue_marking"), DEFAULT_QUEUE_MARKING)
     pipelines = _pipelines(r.table("pipelines"))
     switches = _switches(r, qm_defaults, pipelines)
+    fabric = _topology(r, switches)
     # [defaults] over the shipped policy (model.params.SHIPPED_POLICY)
     defaults = {**SHIPPED_POLICY, **_defaults(r.table("defaults"))}
     api = api_config(r.table("api"))
@@ -96,6 +100,7 @@ def parse(raw: Mapping[str, Any], base_dir: Path = Path(".")) -> Config:
         backoff_initial_s=backoff_initial,
         backoff_max_s=ctl.number("backoff_max_s", 2.0, lo=backoff_initial, hi=600),
         store=store,
+        topology=fabric,
     )
 
 
@@ -175,6 +180,14 @@ def _switches(
     seen_targets: dict[tuple[str, int], str] = {}
     out = []
     for sw in items:
+        for top in ("links", "hosts"):
+            if top in sw.raw:
+                raise ConfigError(
+                    sw.at(top),
+                    f"{top} is a top-level key: TOML put it in this switch's table because it"
+                    " follows [[switches]]; move it above the first [table] or write"
+                    f" [[{top}]] tables",
+                )
         sw.only_keys(
             "name",
             "address",
@@ -243,6 +256,73 @@ def _switches(
             )
         )
     return tuple(out)
+
+
+def _topology(r: TableReader, switches: tuple[SwitchConfig, ...]) -> topology.Topology | None:
+    """[[links]] and [[hosts]]: the fabric, checked (config/topology.py); None when neither is
+    given (every switch routes by its explicit routes only)."""
+    if "links" not in r.raw and "hosts" not in r.raw:
+        _check_route_count(switches, {})
+        return None
+    links = []
+    for lk in r.array("links"):
+        lk.only_keys("a", "b")
+        links.append(topology.Link(_port_ref(lk, "a"), _port_ref(lk, "b")))
+    hosts = []
+    for h in r.array("hosts"):
+        h.only_keys("name", "address", "switch", "port")
+        name = h.name("name")
+        try:
+            unicast_ipv4(name)
+        except ValueError:
+            pass
+        else:
+            raise ConfigError(h.at("name"), f"{name!r} is an IPv4 address; a host name is not")
+        try:
+            address = unicast_ipv4(h.string("address"))
+        except ValueError as exc:
+            raise ConfigError(h.at("address"), str(exc)) from None
+        hosts.append(
+            topology.Host(name, address, h.name("switch"), h.integer("port", lo=0, hi=PORT_MAX))
+        )
+    fabric = topology.Topology(tuple(sw.name for sw in switches), tuple(links), tuple(hosts))
+    topology.check(fabric, {sw.name: frozenset(p.port for p in sw.ports) for sw in switches})
+    fibs = topology.routes_for(fabric)
+    for i, sw in enumerate(switches):
+        derived = {nh.prefix: nh for nh in fibs[sw.name]}
+        for j, rt in enumerate(sw.routes):
+            if rt.prefix in derived:
+                host = fabric.host(str(rt.prefix.network_address))
+                raise ConfigError(
+                    f"switches[{i}].routes[{j}].prefix",
+                    f"{rt.prefix} is host {host.name if host else '?'}'s route, derived from the"
+                    " topology; remove it here",
+                )
+    _check_route_count(switches, {name: len(fib) for name, fib in fibs.items()})
+    return fabric
+
+
+def _check_route_count(switches: tuple[SwitchConfig, ...], derived: Mapping[str, int]) -> None:
+    for i, sw in enumerate(switches):
+        n = len(sw.routes) + derived.get(sw.name, 0)
+        if n > ROUTE_TABLE_SIZE:
+            what = f"{len(sw.routes)} explicit + {derived.get(sw.name, 0)} host routes"
+            raise ConfigError(
+                f"switches[{i}].routes",
+                f"{sw.name} needs {n} routes ({what}), more than forward.ipv4_lpm's"
+                f" {ROUTE_TABLE_SIZE} entries",
+            )
+
+
+def _port_ref(r: TableReader, key: str) -> topology.Port:
+    """``"switch:port"``, e.g. ``"leaf1:2"``."""
+    text = r.string(key)
+    name, sep, port = text.rpartition(":")
+    if not sep or not NAME_RE.match(name) or not port.isascii() or not port.isdigit():
+        raise ConfigError(r.at(key), f'{text!r} is not switch:port (e.g. "leaf1:2")')
+    if int(port) > PORT_MAX:
+        raise ConfigError(r.at(key), f"port {port} is not in 0..{PORT_MAX}")
+    return topology.Port(name, int(port))
 
 
 def _defaults(r: TableReader) -> dict[str, Any]:

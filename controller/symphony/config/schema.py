@@ -12,19 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from symphony.config.addresses import is_loopback_host, split_host_port
+from symphony.config.errors import ConfigError as ConfigError  # re-exported: its old home
+from symphony.config.topology import Topology
 from symphony.model.params import SHIPPED_POLICY, QueueParams
 
 # The paper's RED/DCQCN marking (its section 4.7), declared once in model/params.py: K_min and
 # K_max in the target's depth unit (packets on bmv2), P_max.
 DEFAULT_QUEUE_MARKING: dict[str, Any] = asdict(QueueParams())
-
-
-class ConfigError(ValueError):
-    """A config value that the daemon refuses; ``field`` is its path in the file."""
-
-    def __init__(self, field_path: str, message: str) -> None:
-        super().__init__(f"config error: {field_path}: {message}")
-        self.field = field_path
 
 
 @dataclass(frozen=True)
@@ -122,6 +116,9 @@ class Config:
     backoff_initial_s: float = 0.1
     backoff_max_s: float = 2.0
     store: StoreConfig | None = None
+    # The fabric ([[links]], [[hosts]]): routes and a job's switches are derived from it. None:
+    # every switch has its explicit routes only, and a job names its switches.
+    topology: Topology | None = None
 
     @property
     def replicated(self) -> bool:

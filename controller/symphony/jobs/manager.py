@@ -22,7 +22,7 @@ from symphony.jobs import validation as v
 from symphony.jobs.errors import JobError, Kind
 from symphony.jobs.store import BaseJobStore, Job
 from symphony.model import params as model_params
-from symphony.model.pipeline import JobState
+from symphony.model.switch_model import JobState
 from symphony.sizes import TICK_NS
 
 if TYPE_CHECKING:  # the sessions import the store and Job from jobs/: no cycle at run time
@@ -187,11 +187,19 @@ class JobManager:
         switches: Iterable[str],
         params: Mapping[str, Any],
     ) -> Outcome:
+        """``hosts``: IPv4 addresses or, with a topology, host names (stored as addresses).
+        ``switches`` empty with a topology: derived from the hosts."""
         v.name(name)
         v.request_key(request_key)
         v.mode(mode)
-        clean_hosts = v.hosts(hosts, mode)
-        clean_switches = v.switches(switches, self.config.switch_names)
+        topology = self.config.topology
+        clean_hosts = v.hosts(hosts, mode, topology)
+        switches = list(switches)
+        if not switches and topology is not None:
+            # No switch list: every switch on a shortest path between two of its hosts.
+            clean_switches = v.switches_of(clean_hosts, topology)
+        else:
+            clean_switches = v.switches(switches, self.config.switch_names)
         clean_params = v.params(params)
         self._check_targets(clean_params, clean_switches)
         async with self._write_lock:

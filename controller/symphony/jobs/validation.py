@@ -6,11 +6,12 @@ stored, and no switch is touched, for a refused request.
 
 from __future__ import annotations
 
-import ipaddress
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
+from symphony.config.addresses import unicast_ipv4
+from symphony.config.topology import Topology, path_switches
 from symphony.jobs.allocator import MODES
 from symphony.jobs.errors import JobError, invalid
 from symphony.model.params import ParamError, check_overrides
@@ -50,31 +51,73 @@ def job_id(value: int) -> int:
 
 def ipv4_host(value: str, field: str) -> str:
     try:
-        addr = ipaddress.IPv4Address(value)
-    except ValueError:
-        raise invalid(field, f"{value!r} is not an IPv4 address") from None
-    if addr.is_unspecified or addr.is_multicast or addr.is_reserved or int(addr) == 0xFFFFFFFF:
-        raise invalid(field, f"{value} is not a unicast host address")
-    return str(addr)
+        return str(unicast_ipv4(value))
+    except ValueError as exc:
+        raise invalid(field, str(exc)) from None
 
 
-def hosts(values: Iterable[str], job_mode: str) -> tuple[str, ...]:
+def hosts(
+    values: Iterable[str], job_mode: str, topology: Topology | None = None
+) -> tuple[str, ...]:
+    """The job's hosts as IPv4 addresses. Each is an address or, with a topology, a host's name.
+
+    Mode "hosts" classifies the job's packets by these source addresses. Mode "tag" classifies by
+    the BTH tag; its hosts, allowed with a topology only, name the job's members so that its
+    switches can be derived from them (docs/controller.md "A job's switches")."""
     values = list(values)
-    if job_mode == "tag":
+    if job_mode == "tag" and topology is None:
         if values:
-            raise invalid("hosts", "only mode 'hosts' classifies by address; leave it empty")
+            raise invalid(
+                "hosts",
+                "mode 'tag' takes hosts only to derive its switches from the config's topology,"
+                " and there is none: leave it empty",
+            )
         return ()
-    if not values:
+    if not values and job_mode == "hosts":
         raise invalid("hosts", "mode 'hosts' needs at least one IPv4 address")
     if len(values) > MAX_HOSTS:
         raise invalid("hosts", f"at most {MAX_HOSTS} addresses, got {len(values)}")
     out: list[str] = []
     for i, v in enumerate(values):
-        addr = ipv4_host(v, f"hosts[{i}]")
+        known = topology.host(v) if topology is not None else None
+        if known is not None:
+            addr = str(known.address)
+        elif topology is not None and not _looks_like_ipv4(v):
+            raise invalid(
+                f"hosts[{i}]", f"unknown host {v!r}: neither a host of the topology nor an address"
+            )
+        else:
+            addr = ipv4_host(v, f"hosts[{i}]")
         if addr in out:
-            raise invalid(f"hosts[{i}]", f"{addr} is listed twice")
+            twice = addr if v == addr else f"{v} ({addr})"
+            raise invalid(f"hosts[{i}]", f"{twice} is listed twice")
         out.append(addr)
     return tuple(out)
+
+
+def _looks_like_ipv4(value: str) -> bool:
+    return value.count(".") == 3 and all(p.isascii() and p.isdigit() for p in value.split("."))
+
+
+def switches_of(hosts: Sequence[str], topology: Topology) -> tuple[str, ...]:
+    """A job's switches derived from its hosts (their addresses, as `hosts` returns them): every
+    switch on a shortest path between two of them; one host: its own switch."""
+    if not hosts:
+        raise invalid(
+            "switches",
+            "a job needs its switches, or its hosts to derive them from the topology: give either",
+        )
+    ends = []
+    for i, addr in enumerate(hosts):
+        host = topology.host(addr)
+        if host is None:
+            raise invalid(
+                f"hosts[{i}]",
+                f"{addr} is not a host of the topology: its switches cannot be derived (name"
+                " the job's switches, or add the host to the config)",
+            )
+        ends.append(host.switch)
+    return path_switches(topology, ends)
 
 
 def switches(values: Iterable[str], known: Collection[str]) -> tuple[str, ...]:
@@ -109,4 +152,5 @@ __all__ = [
     "params",
     "request_key",
     "switches",
+    "switches_of",
 ]

@@ -156,9 +156,9 @@ def applied_probability(threshold: int) -> float:
     return threshold / COIN_RANGE
 
 
-def window_raises_alpha(cnt_op: int, cnt_total: int, tau_q8: int) -> bool:
-    """Eq. 5 in integers: cnt_op >= tau * cnt_total with tau = tau_q8 / 256."""
-    return cnt_op * TAU_ONE >= tau_q8 * cnt_total
+def window_raises_alpha(window_ahead_packets: int, window_packets: int, tau_q8: int) -> bool:
+    """Eq. 5 in integers: window_ahead_packets >= tau * window_packets with tau = tau_q8 / 256."""
+    return window_ahead_packets * TAU_ONE >= tau_q8 * window_packets
 
 
 def window_closes(now: int, win_start: int, t_win: int, *, split: bool = False) -> bool:
@@ -180,7 +180,8 @@ def wrap_int32(x: int) -> int:
 
 def tau_increment(outpacing: bool, tau_q8: int) -> int:
     """Per-packet step of Tofino's running eq. 5: the sum over a window is
-    256 * cnt_op - tau_q8 * cnt_total, which is >= 0 exactly when eq. 5 holds."""
+    256 * window_ahead_packets - tau_q8 * window_packets, which is >= 0 exactly when eq. 5
+    holds."""
     return TAU_ONE * outpacing - tau_q8
 
 

@@ -23,7 +23,7 @@ from typing import Any, Protocol, TypeVar
 from finsy import P4CounterData, P4CounterEntry, P4RegisterEntry
 
 from symphony.foreground import Pause, next_turn
-from symphony.model.pipeline import JobState
+from symphony.model.switch_model import JobState
 from symphony.p4names import FLOW_BASE, JOB_COUNTERS, JOB_REGISTERS, TOFINO_JOB_REGISTERS
 from symphony.sizes import WRITE_BATCH
 from symphony.switch import raw_read

@@ -12,6 +12,10 @@ The session owns one P4Runtime connection (finsy) at a time and loops forever:
 4. wait for the channel to go down (bmv2 killed, network gone), re-reconciling every
    ``reconcile_interval_s`` meanwhile, then back off and go to 1.
 
+With a topology, ``on_down`` (the channel went down, or a connection failed) and ``on_reconciled``
+tell switch/fabric.py, which gives the other sessions routes around a down switch (``set_fib``)
+and back when it has been reconciled; a route change is written as a base-only diff.
+
 We drive finsy's one-shot ``async with Switch`` rather than ``Switch.run()`` because run()
 waits 10 s after a quick failure and lets gRPC back off up to 15 s: too slow to have a restarted
 bmv2 reconciled within seconds. Our backoff starts at ``backoff_initial_s`` and doubles to
@@ -30,7 +34,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -40,9 +44,10 @@ from finsy.proto import p4r
 
 from symphony import p4names
 from symphony.config import Config, SwitchConfig
+from symphony.config.topology import Fib
 from symphony.foreground import Pause, next_turn
 from symphony.jobs.store import Job
-from symphony.model.pipeline import JobState
+from symphony.model.switch_model import JobState
 from symphony.sizes import WRITE_BATCH
 from symphony.switch import desired, entries, raw_read
 from symphony.switch.registers import JobRegisters, ThriftJobRegisters
@@ -98,6 +103,9 @@ class SessionStatus:
     jobs: int = 0
     # P4Runtime table updates written since the daemon started (a one-job change adds its own).
     updates: int = 0
+    # Routes the switch should hold now (explicit + from the topology), ECMP groups among them.
+    routes: int = 0
+    ecmp_groups: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -110,13 +118,15 @@ class SwitchSession:
         *,
         election_id: int | None = None,
         fence: Callable[[], None] | None = None,
+        fib: Fib = (),
     ) -> None:
         """``election_id``: a replicated controller's, derived from its lease epoch (None: finsy's
         default). ``fence`` raises while this process may not write (its lease is not known to
         be valid); it is called before every write, and with it the session also checks, before
         each bmv2 Thrift write (which no arbitration guards), that the switch still takes its
-        P4Runtime writes."""
+        P4Runtime writes. ``fib``: the switch's routes derived from the config's topology."""
         self.cfg = cfg
+        self.fib = fib
         self.election_id = election_id
         self.fence = fence
         self.config = config
@@ -124,6 +134,7 @@ class SwitchSession:
         self.target: Target = target(cfg.target)
         self.pipeline = config.pipelines[cfg.target]
         self.status = SessionStatus(cfg.name, cfg.address, cfg.target)
+        self._count_routes()
         self._sw: finsy.Switch | None = None
         self._registers: JobRegisters | None = None
         self._lock = asyncio.Lock()
@@ -131,23 +142,33 @@ class SwitchSession:
         self._mirror: dict[entries.EntryKey, p4r.TableEntry] = {}
         self._mirror_stale = True
         self._base: dict[entries.EntryKey, p4r.TableEntry] | None = None
+        # The base entries that no fib changes: config routes, ports, lookup tables.
+        self._static: dict[entries.EntryKey, p4r.TableEntry] | None = None
         # Encoded entries per job, keyed by everything they depend on (see _job_entries).
         self._job_cache: dict[tuple[Any, ...], list[tuple[entries.EntryKey, p4r.TableEntry]]] = {}
         # Job_ID -> the keys of its entries in the mirror (what a one-job sync diffs against).
         self._job_keys: dict[int, list[entries.EntryKey]] = {}
-        # Jobs whose desired state changed since the last sync; _dirty_all: everything did.
+        # Jobs whose desired state changed since the last sync; _dirty_all: everything did;
+        # _dirty_base: the base entries did (set_fib).
         self._dirty: set[int] = set()
         self._dirty_all = False
+        self._dirty_base = False
         self._ready = asyncio.Event()
         # sync() coalescing: tickets handed to callers, and the last one a finished sync covered.
         self._tickets = 0
         self._synced = 0
         self._device_config = self.target.device_config(self.pipeline)
         self.on_reconciled: Callable[[SwitchSession], None] | None = None
+        # Called when the session lost its switch (channel down, connection failed).
+        self.on_down: Callable[[SwitchSession], None] | None = None
 
     @property
     def name(self) -> str:
         return self.cfg.name
+
+    def _count_routes(self) -> None:
+        self.status.routes = len(self.cfg.routes) + len(self.fib)
+        self.status.ecmp_groups = len(desired.ecmp_groups(self.fib))
 
     @property
     def is_ready(self) -> bool:
@@ -192,6 +213,7 @@ class SwitchSession:
                         role.clear()
                         if not down.done():
                             await self._reconcile_if_primary(sw)
+                    self.status.last_error = "channel down"
                     LOG.warning("%s: channel down", self.name)
             except asyncio.CancelledError:
                 raise
@@ -206,6 +228,8 @@ class SwitchSession:
                 self._registers = None
                 self.status.state = "down"
                 self.status.connected_since = None
+                if self.on_down is not None:
+                    self.on_down(self)
             await asyncio.sleep(backoff.next())
 
     # ---- reconciliation ----------------------------------------------------------------------
@@ -231,7 +255,7 @@ class SwitchSession:
             self._dirty_all = True
             changes = await self._sync_locked(sw)
             # Changes committed while this ran were deferred to it (defer()): cover them too.
-            while self._dirty or self._dirty_all:
+            while self._dirty or self._dirty_all or self._dirty_base:
                 changes += await self._sync_locked(sw)
             self.status.state = "ready"
             self.status.last_reconcile = time.time()
@@ -273,16 +297,32 @@ class SwitchSession:
         else:
             self._dirty.update(job_ids)
 
+    def set_fib(self, fib: Fib) -> bool:
+        """New routes derived from the topology (a switch went down or came back). Written by
+        the next sync (``sync(())`` writes only the base entries' difference), or by the
+        reconciliation in progress or the next one when not ready. False: nothing changed."""
+        if fib == self.fib:
+            return False
+        self.fib = fib
+        self._base = None
+        self._dirty_base = True
+        self._count_routes()
+        return True
+
     def _require(self) -> finsy.Switch:
         if self._sw is None:
             raise SwitchUnavailable(self.name, self.status.last_error or "not connected")
         return self._sw
 
     def _base_entries(self, schema: Any) -> dict[entries.EntryKey, p4r.TableEntry]:
-        # The base entries depend only on the config and the model: encode them once.
+        # The base entries depend only on the config, the fib and the model: encode them once,
+        # and the fib's again when it changes (the lookup tables are thousands of entries).
         if self._base is None:
-            encoded = [entries.encode(s, schema) for s in desired.base_entries(self.cfg)]
-            self._base = entries.index(encoded)
+            if self._static is None:
+                static = desired.base_entries(self.cfg)
+                self._static = entries.index(entries.encode(s, schema) for s in static)
+            fib = entries.index(entries.encode(s, schema) for s in desired.fib_entries(self.fib))
+            self._base = {**self._static, **fib}
         return self._base
 
     async def _sync_locked(self, sw: finsy.Switch) -> int:
@@ -291,13 +331,18 @@ class SwitchSession:
         covers = self._tickets
         dirty, self._dirty = self._dirty, set()
         full = self._dirty_all or self._mirror_stale
+        base, self._dirty_base = self._dirty_base, False
         self._dirty_all = False
         # If a write fails half way, the mirror no longer matches the switch: the next sync reads
         # it afresh and diffs everything (so the dirty jobs taken here are not lost).
         stale, self._mirror_stale = self._mirror_stale, True
         if stale:
             self._mirror = await self._read_all(sw)
-        changes = await (self._sync_all(sw) if full else self._sync_jobs(sw, dirty))
+        if full:
+            changes = await self._sync_all(sw)
+        else:
+            changes = await self._sync_base(sw) if base else 0
+            changes += await self._sync_jobs(sw, dirty) if dirty else 0
         self._mirror_stale = False
         self._synced = max(self._synced, covers)
         self.status.entries = len(self._mirror)
@@ -325,6 +370,16 @@ class SwitchSession:
             self._job_keys.setdefault(jid, []).append(k)
         self.status.jobs = len(active)
         return changes
+
+    async def _sync_base(self, sw: finsy.Switch) -> int:
+        """Only the base entries (new routes): against what the mirror holds outside the job
+        tables."""
+        schema = sw.p4info
+        job_tables = {schema.tables[t].id for t in desired.JOB_TABLES}
+        have = {k: e for k, e in self._mirror.items() if k[0] not in job_tables}
+        return await self._apply(
+            sw, have, dict(self._base_entries(schema)), {}, [], bulk_reset=False
+        )
 
     async def _sync_jobs(self, sw: finsy.Switch, job_ids: set[int]) -> int:
         """Only these jobs: their desired entries against what the mirror holds of them."""
@@ -388,18 +443,17 @@ class SwitchSession:
             - present_jobs
         )
 
-        # Deletes first (classifiers before parameters), so that an address or tag moving from a
-        # released job to a new one never collides.
-        d.delete.sort(key=lambda e: _table_rank(e, schema))
-        await self._write(sw, p4r.Update.DELETE, d.delete)
+        plan = write_plan(d, lambda e: schema.tables[e.table_id].name)
+        await self._write(sw, p4r.Update.DELETE, plan.delete)
         if self._registers is not None and new_jobs:
             if bulk_reset and len(new_jobs) > 1:
                 await self._reset_registers(sw, None)
             else:
                 await self._reset_registers(sw, new_jobs)
-        await self._write(sw, p4r.Update.MODIFY, d.modify)
-        d.insert.sort(key=lambda e: -_table_rank(e, schema))
-        await self._write(sw, p4r.Update.INSERT, d.insert)
+        await self._write(sw, p4r.Update.INSERT, plan.insert_members)
+        await self._write(sw, p4r.Update.MODIFY, plan.modify)
+        await self._write(sw, p4r.Update.INSERT, plan.insert)
+        await self._write(sw, p4r.Update.DELETE, plan.delete_members)
 
         for e in d.delete:
             self._mirror.pop(entries.key_of(e), None)
@@ -500,14 +554,47 @@ class SwitchSession:
             return False
 
 
-def _table_rank(entry: p4r.TableEntry, schema: Any) -> int:
-    """Classifiers 2, job parameters 1, everything else 0 (delete high first, insert low first)."""
-    name = schema.tables[entry.table_id].name
-    if name in (p4names.JOB_BY_TAG, p4names.JOB_BY_SRC):
-        return 2
-    if name == p4names.JOB_PARAMS:
-        return 1
-    return 0
+@dataclass
+class WritePlan:
+    """A diff in the order it is written (register zeroing of new jobs after ``delete``)."""
+
+    delete: list[p4r.TableEntry]
+    insert_members: list[p4r.TableEntry]
+    modify: list[p4r.TableEntry]
+    insert: list[p4r.TableEntry]
+    delete_members: list[p4r.TableEntry]
+
+    def __iter__(self) -> Iterator[list[p4r.TableEntry]]:
+        yield from (self.delete, self.insert_members, self.modify, self.insert)
+        yield self.delete_members
+
+
+def write_plan(d: entries.Diff, table_of: Callable[[p4r.TableEntry], str]) -> WritePlan:
+    """The order that never lets a packet see a half-made state:
+
+    - deletes first, classifiers before parameters, so that an address or tag moving from a
+      released job to a new one never collides;
+    - ECMP members of new groups before the routes that point to them (make before break), and
+      members of groups no route points to any more last;
+    - inserts with lookup tables and parameters before classifiers, so that a packet classified
+      to a job always finds its parameters.
+    """
+    rank = {p4names.JOB_BY_TAG: 2, p4names.JOB_BY_SRC: 2, p4names.JOB_PARAMS: 1}
+
+    def member(e: p4r.TableEntry) -> bool:
+        return table_of(e) == p4names.ECMP_MEMBER
+
+    return WritePlan(
+        delete=sorted(
+            (e for e in d.delete if not member(e)), key=lambda e: -rank.get(table_of(e), 0)
+        ),
+        insert_members=[e for e in d.insert if member(e)],
+        modify=list(d.modify),
+        insert=sorted(
+            (e for e in d.insert if not member(e)), key=lambda e: rank.get(table_of(e), 0)
+        ),
+        delete_members=[e for e in d.delete if member(e)],
+    )
 
 
 class SwitchUnavailable(Exception):

@@ -1,23 +1,24 @@
 // SPEC 3 and 4.1-4.3 on Tofino2. Each register is one stateful ALU, visited once per packet; the
 // SPEC's sequential steps become a chain of stages (docs/tofino.md has the stage map):
-//   win_start (closes the window?), step_min (returns step - old step_min), cnt_total
-//   -> psn_rec, step_max -> cnt_op, tau_score -> alpha_m1.
+//   win_start (closes the window?), step_min (returns step - old step_min), window_packets
+//   -> psn_rec, step_max -> window_ahead_packets, tau_score -> alpha.
 // A register whose action depends on the packet gets a small hidden table with constant entries
 // that picks exactly one of its RegisterActions: Tofino allows one stateful result per action
 // and wants a register addressed the same way in every action of a table.
 // Differences from v1model, all covered by the golden model's "tofino2" variant:
 // - the window runs on a 1.024 us clock; its unsigned test is made of two serial ones (below);
-// - eq. 5 is kept as a running sum tau_score = 256 * cnt_op - tau_q8 * cnt_total (no multiplier
-//   in a stateful ALU): the same test, exact while a window holds fewer than 2^23 packets.
+// - eq. 5 is kept as a running sum
+//   tau_score = 256 * window_ahead_packets - tau_q8 * window_packets (no multiplier in a
+//   stateful ALU): the same test, exact while a window holds fewer than 2^23 packets.
 control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
     Register<bit<32>, job_id_t>(MAX_JOBS, 0) win_start;
     Register<step_t, job_id_t>(MAX_JOBS, 0) step_min;
     Register<step_t, job_id_t>(MAX_JOBS, 0) step_max;
     Register<bit<32>, job_id_t>(MAX_JOBS, 0) psn_rec;
-    Register<bit<32>, job_id_t>(MAX_JOBS, 0) cnt_total;
-    Register<bit<32>, job_id_t>(MAX_JOBS, 0) cnt_op;
+    Register<bit<32>, job_id_t>(MAX_JOBS, 0) window_packets;
+    Register<bit<32>, job_id_t>(MAX_JOBS, 0) window_ahead_packets;
     Register<bit<32>, job_id_t>(MAX_JOBS, 0) tau_score;
-    Register<bit<8>, job_id_t>(MAX_JOBS, 0) alpha_m1;
+    Register<bit<8>, job_id_t>(MAX_JOBS, 0) alpha;  // alpha - 1: an all-zero slot is a new job
     Counter<bit<32>, job_id_t>(MAX_JOBS, CounterType_t.PACKETS) packets;
 
     // 1. Window rollover: now - win_start >= T_win, unsigned and wrap-safe (SPEC 4.1). A stateful
@@ -81,9 +82,10 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
         }
     };
 
-    // 2. Traffic stats; at a rollover they restart from this packet. cnt_total's restart says
-    // whether the closed window had at least N_sample packets; tau_score's returns its score.
-    RegisterAction<bit<32>, job_id_t, bit<1>>(cnt_total) total_restart = {
+    // 2. Traffic stats; at a rollover they restart from this packet. window_packets' restart
+    // says whether the closed window had at least N_sample packets; tau_score's returns its
+    // score.
+    RegisterAction<bit<32>, job_id_t, bit<1>>(window_packets) total_restart = {
         void apply(inout bit<32> value, out bit<1> enough) {
             enough = 0;
             if (value >= meta.n_sample) {
@@ -92,7 +94,7 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
             value = 1;
         }
     };
-    RegisterAction<bit<32>, job_id_t, bit<1>>(cnt_total) total_count = {
+    RegisterAction<bit<32>, job_id_t, bit<1>>(window_packets) total_count = {
         void apply(inout bit<32> value, out bit<1> first) {
             if (value == 0) {
                 first = 1;
@@ -117,17 +119,17 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
             }
         }
     };
-    RegisterAction<bit<32>, job_id_t, bit<32>>(cnt_op) op_restart_later = {
+    RegisterAction<bit<32>, job_id_t, bit<32>>(window_ahead_packets) op_restart_later = {
         void apply(inout bit<32> value) {
             value = 1;
         }
     };
-    RegisterAction<bit<32>, job_id_t, bit<32>>(cnt_op) op_restart = {
+    RegisterAction<bit<32>, job_id_t, bit<32>>(window_ahead_packets) op_restart = {
         void apply(inout bit<32> value) {
             value = 0;
         }
     };
-    RegisterAction<bit<32>, job_id_t, bit<32>>(cnt_op) op_count = {
+    RegisterAction<bit<32>, job_id_t, bit<32>>(window_ahead_packets) op_count = {
         void apply(inout bit<32> value) {
             value = value + 1;
         }
@@ -158,7 +160,7 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
     };
 
     // 1. alpha (stored minus one): up to alpha_max, down to 1, or unchanged.
-    RegisterAction<bit<8>, job_id_t, bit<8>>(alpha_m1) alpha_up = {
+    RegisterAction<bit<8>, job_id_t, bit<8>>(alpha) alpha_up = {
         void apply(inout bit<8> value, out bit<8> now_value) {
             if (value < t.alpha_max_m1) {
                 value = value + 1;
@@ -168,7 +170,7 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
             now_value = value;
         }
     };
-    RegisterAction<bit<8>, job_id_t, bit<8>>(alpha_m1) alpha_down = {
+    RegisterAction<bit<8>, job_id_t, bit<8>>(alpha) alpha_down = {
         void apply(inout bit<8> value, out bit<8> now_value) {
             if (value > 0) {
                 value = value - 1;
@@ -176,7 +178,7 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
             now_value = value;
         }
     };
-    RegisterAction<bit<8>, job_id_t, bit<8>>(alpha_m1) alpha_read = {
+    RegisterAction<bit<8>, job_id_t, bit<8>>(alpha) alpha_read = {
         void apply(inout bit<8> value, out bit<8> now_value) {
             now_value = value;
         }
@@ -219,9 +221,9 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
     }
 
     // 2. The window's counters: restart at a rollover, count otherwise; an outpacing packet
-    // counts in cnt_op and adds 256 - tau_q8 to the score. One small table per register picks
-    // the case (Tofino allows one stateful result per action and address), so each stateful ALU
-    // runs exactly one of its actions.
+    // counts in window_ahead_packets and adds 256 - tau_q8 to the score. One small table per
+    // register picks the case (Tofino allows one stateful result per action and address), so
+    // each stateful ALU runs exactly one of its actions.
     @hidden action total_restart_a() {
         t.enough = total_restart.execute(meta.job_id);
         t.first = 1;
@@ -242,8 +244,8 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
         }
     }
 
-    // step_max after cnt_total (it needs t.first), beside psn_rec: no stage of its own, and
-    // nothing later in the pipeline reads it.
+    // step_max after window_packets (it needs t.first), beside psn_rec: no stage of its own,
+    // and nothing later in the pipeline reads it.
     @hidden action step_max_set_a() {
         step_max_set.execute(meta.job_id);
     }
@@ -335,15 +337,15 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
     // 1. alpha: at a rollover of a window with at least N_sample packets, up if its score is
     // >= 0 (eq. 5), else down; otherwise read.
     @hidden action alpha_inc() {
-        t.alpha_m1 = alpha_up.execute(meta.job_id);
+        t.alpha_stored = alpha_up.execute(meta.job_id);
     }
 
     @hidden action alpha_dec() {
-        t.alpha_m1 = alpha_down.execute(meta.job_id);
+        t.alpha_stored = alpha_down.execute(meta.job_id);
     }
 
     @hidden action alpha_get() {
-        t.alpha_m1 = alpha_read.execute(meta.job_id);
+        t.alpha_stored = alpha_read.execute(meta.job_id);
     }
 
     @hidden table alpha_update {
@@ -420,6 +422,6 @@ control JobState(inout symphony_meta_t meta, inout symphony_tofino_meta_t t) {
         // closed window's score and count).
         psn_rec_update.apply();
         alpha_update.apply();
-        meta.alpha = t.alpha_m1 + 1;
+        meta.alpha = t.alpha_stored + 1;
     }
 }

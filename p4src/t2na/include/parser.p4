@@ -11,6 +11,7 @@ parser SymphonyIngressParser(packet_in pkt,
         meta.symphony.s = { ... };
         meta.symphony.t = { ... };
         meta.bridge.setInvalid();
+        meta.ecmp_ports = { 0, 0 };
         pkt.extract(ig_intr_md);
         pkt.advance(PORT_METADATA_SIZE);
         transition parse_ethernet;
@@ -36,6 +37,8 @@ parser SymphonyIngressParser(packet_in pkt,
 
     state parse_udp {
         pkt.extract(hdr.udp);
+        meta.ecmp_ports.sport = hdr.udp.src_port;
+        meta.ecmp_ports.dport = hdr.udp.dst_port;
         transition select(hdr.udp.dst_port) {
             UDP_PORT_ROCEV2: parse_bth;
             default: accept;

@@ -24,8 +24,8 @@ struct symphony_tofino_meta_t {
     int<32> tau_down;       // -tau_q8: for any other packet
     bit<32> old_score;      // the closed window's score (two's complement)
     bit<1>  enough;         // the closed window held at least N_sample packets
-    bit<1>  first;          // the window's first packet (cnt_total was 0, or it just closed)
-    bit<8>  alpha_m1;
+    bit<1>  first;          // the window's first packet (window_packets 0, or it just closed)
+    bit<8>  alpha_stored;   // the alpha register's value: alpha - 1
     bit<8>  alpha_max_m1;
     psn_t   warm_floor;     // max(psn_rec, N_warmup): equal to N_warmup iff psn_rec <= N_warmup
     log_t   partial;        // the partial sum of d (throttle.p4)

@@ -7,11 +7,11 @@ import pytest
 from symphony.model import arithmetic as ar
 from symphony.model.opcodes import ACK, SEND_ONLY, WRITE_FIRST, WRITE_LAST, WRITE_MIDDLE
 from symphony.model.params import T_WIN_MAX_TICKS, JobParams
-from symphony.model.pipeline import (
+from symphony.model.switch_model import (
     FLOW_SLOTS,
     JobState,
-    Pipeline,
     RocePacket,
+    SwitchModel,
     flow_slot,
     symphony_ce,
 )
@@ -22,9 +22,9 @@ HOST_A = 0x0A000001
 HOST_B = 0x0A000002
 
 
-def pipeline(**params: object) -> Pipeline:
+def with_job(**params: object) -> SwitchModel:
     prm = JobParams(t_win_us=NEVER, n_warmup=4, n_sample=4).merged(dict(params))
-    pl = Pipeline()
+    pl = SwitchModel()
     pl.install_job(JOB, prm.to_action_params(), tag=True)
     return pl
 
@@ -34,7 +34,7 @@ def pkt(opcode: int, step: int, psn: int, src: int = HOST_A, qp: int = 1, tag: i
 
 
 def run_step(
-    pl: Pipeline,
+    pl: SwitchModel,
     step: int,
     n: int,
     *,
@@ -55,14 +55,14 @@ def run_step(
 
 
 def test_untracked_traffic_changes_nothing() -> None:
-    pl = pipeline()
+    pl = with_job()
     assert not pl.process(pkt(WRITE_FIRST, 1, 0, tag=99), 0).tracked  # unknown tag
     assert not pl.process(pkt(ACK, 1, 0), 0).tracked  # not a data opcode
     assert pl.state(JOB) == JobState()
 
 
 def test_hosts_mode_classifies_by_source() -> None:
-    pl = Pipeline()
+    pl = SwitchModel()
     pl.install_job(9, JobParams().to_action_params(), tag=False, hosts=(HOST_B,))
     assert pl.process(pkt(WRITE_FIRST, 0, 0, src=HOST_B, tag=0), 0).job_id == 9
     assert pl.process(pkt(WRITE_FIRST, 0, 0, src=HOST_A, tag=0), 0).job_id is None
@@ -71,7 +71,7 @@ def test_hosts_mode_classifies_by_source() -> None:
 
 
 def test_last_advances_and_late_arrival_corrects() -> None:
-    pl = pipeline()
+    pl = with_job()
     run_step(pl, 3, 5)
     assert pl.state(JOB).step_min == 4 and pl.state(JOB).psn_rec == 0
     pl.process(pkt(WRITE_MIDDLE, 2, 9, src=HOST_B), 0)  # a lagging flow of step 2
@@ -80,7 +80,7 @@ def test_last_advances_and_late_arrival_corrects() -> None:
 
 
 def test_duplicates_leave_progress_unchanged() -> None:
-    pl = pipeline()
+    pl = with_job()
     run_step(pl, 0, 6, last=False)
     before = replace(pl.state(JOB))
     pl.process(pkt(WRITE_MIDDLE, 0, 5), 0)
@@ -90,7 +90,7 @@ def test_duplicates_leave_progress_unchanged() -> None:
 
 
 def test_warmup_then_p1_marks_every_outpacing_packet() -> None:
-    pl = pipeline(k=255.0)  # k * alpha * p / psn_rec >= 1 for every p >= 1
+    pl = with_job(k=255.0)  # k * alpha * p / psn_rec >= 1 for every p >= 1
     run_step(pl, 0, 4, last=False, src=HOST_B)  # lagging flow, psn_rec = 3 <= N_warmup = 4
     out = run_step(pl, 1, 4, last=False)
     assert [d.mark for d in out] == [False] * 4  # warm-up
@@ -103,14 +103,14 @@ def test_warmup_then_p1_marks_every_outpacing_packet() -> None:
 
 
 def test_p0_never_marks() -> None:
-    pl = pipeline(k=0.0)
+    pl = with_job(k=0.0)
     run_step(pl, 0, 8, last=False, src=HOST_B)
     out = run_step(pl, 1, 8, last=False)
     assert all(d.mark is False and d.threshold == 0 for d in out)
 
 
 def test_probability_follows_the_formula() -> None:
-    pl = pipeline(k=0.01)
+    pl = with_job(k=0.01)
     run_step(pl, 0, 101, last=False, src=HOST_B)  # psn_rec = 100
     run_step(pl, 1, 50, last=False)
     d = pl.process(pkt(WRITE_MIDDLE, 1, 50), 0)
@@ -119,14 +119,14 @@ def test_probability_follows_the_formula() -> None:
 
 
 def test_missed_first_is_never_marked() -> None:
-    pl = pipeline(k=255.0)
+    pl = with_job(k=255.0)
     run_step(pl, 0, 10, last=False, src=HOST_B)
     d = pl.process(pkt(WRITE_MIDDLE, 1, 500), 0)  # step 1, its FIRST never seen
     assert d.p is None and d.mark is False
 
 
 def test_stale_flow_slot_from_previous_step_is_unknown() -> None:
-    pl = pipeline(k=255.0)
+    pl = with_job(k=255.0)
     run_step(pl, 0, 10, last=False, src=HOST_B)
     run_step(pl, 1, 3, last=True)  # flow A finished step 1; its slot holds step 1
     d = pl.process(pkt(WRITE_MIDDLE, 2, 3), 0)  # step 2 FIRST was lost
@@ -134,20 +134,20 @@ def test_stale_flow_slot_from_previous_step_is_unknown() -> None:
 
 
 def test_psn_wraps_in_relative_mode() -> None:
-    pl = pipeline()
+    pl = with_job()
     base = ar.PSN_MASK - 2
     run_step(pl, 0, 8, base=base, last=False)
     assert pl.state(JOB).psn_rec == 7
 
 
 def test_absolute_mode_uses_the_psn() -> None:
-    pl = pipeline(psn_mode="absolute")
+    pl = with_job(psn_mode="absolute")
     pl.process(pkt(WRITE_MIDDLE, 0, 1234), 0)
     assert pl.state(JOB).psn_rec == 1234
 
 
 def test_step_wrap_is_one_step_later() -> None:
-    pl = pipeline()
+    pl = with_job()
     run_step(pl, 65535, 3)
     assert pl.state(JOB).step_min == 0
     d = pl.process(pkt(WRITE_FIRST, 0, 0), 0)
@@ -155,7 +155,7 @@ def test_step_wrap_is_one_step_later() -> None:
 
 
 def test_step_max_is_the_windows_highest_step_and_gives_the_overlap() -> None:
-    pl = pipeline()
+    pl = with_job()
     run_step(pl, 5, 3, last=False)  # the first packet of a fresh job sets step_max
     # A fresh job's step_min is 0 until a LAST packet (or an earlier step) moves it.
     assert (pl.state(JOB).step_max, pl.state(JOB).step_overlap) == (5, 6)
@@ -171,7 +171,7 @@ def test_step_max_is_the_windows_highest_step_and_gives_the_overlap() -> None:
 
 
 def test_step_max_is_serial_across_the_wrap() -> None:
-    pl = pipeline()
+    pl = with_job()
     run_step(pl, 65534, 3, last=False)
     run_step(pl, 1, 3, last=False, src=HOST_B)  # 3 steps after 65534
     st = pl.state(JOB)
@@ -181,7 +181,7 @@ def test_step_max_is_serial_across_the_wrap() -> None:
 
 
 def test_step_max_resets_with_the_window() -> None:
-    pl = pipeline()
+    pl = with_job()
     run_step(pl, 2, 2, qp=4)  # step_min 3
     run_step(pl, 3, 3, last=False)
     run_step(pl, 9, 3, last=False, src=HOST_B)
@@ -193,7 +193,7 @@ def test_step_max_resets_with_the_window() -> None:
 
 
 def test_window_rollover_raises_lowers_and_guards_alpha() -> None:
-    pl = pipeline(tau=0.25, n_sample=4)
+    pl = with_job(tau=0.25, n_sample=4)
     prm = pl.job_params[JOB]
     run_step(pl, 0, 4, last=False, src=HOST_B)  # 4 lagging packets
     run_step(pl, 1, 4, last=False)  # 4 outpacing: 4/8 >= 0.25
@@ -217,7 +217,7 @@ def test_window_rollover_raises_lowers_and_guards_alpha() -> None:
 
 
 def test_alpha_is_capped() -> None:
-    pl = pipeline(alpha_max=2, n_sample=1, tau=0.0)
+    pl = with_job(alpha_max=2, n_sample=1, tau=0.0)
     pl.job_params[JOB]["t_win"] = 0
     for t in range(6):
         pl.process(pkt(WRITE_MIDDLE, 0, 1), t)
@@ -225,7 +225,7 @@ def test_alpha_is_capped() -> None:
 
 
 def test_two_jobs_are_isolated() -> None:
-    pl = pipeline()
+    pl = with_job()
     pl.install_job(8, JobParams().to_action_params(), tag=True)
     run_step(pl, 5, 4)
     assert pl.state(8) == JobState()
@@ -244,7 +244,7 @@ def test_register_encoding_round_trips() -> None:
         win_start=8,
     )
     raw = st.registers()
-    assert raw["SymphonyIngress.job_state.alpha_m1"] == 4
+    assert raw["SymphonyIngress.job_state.alpha"] == 4  # stored minus one
     assert JobState.from_registers(raw) == st
 
 
@@ -271,7 +271,7 @@ def test_tofino_variant_agrees_with_bmv2_on_every_scenario() -> None:
             alpha_max=rng.choice([1, 4, 16]),
             k=rng.choice([0.01, 1.0, 255.0]),
         ).to_action_params()
-        b, t = Pipeline(), Pipeline(target="tofino2")
+        b, t = SwitchModel(), SwitchModel(target="tofino2")
         for pl in (b, t):
             pl.install_job(JOB, params)
         now = 0
@@ -315,7 +315,7 @@ def test_fresh_job_on_a_switch_up_longer_than_2_31_ticks_rolls_windows() -> None
     params = JobParams(t_win_us=100 * 1.024, tau=0.0, n_sample=1).to_action_params(tick_ns=1024)
     assert params["t_win"] == 100
     for target in ("bmv2", "tofino2"):
-        pl = Pipeline(target=target)
+        pl = SwitchModel(target=target)
         pl.install_job(JOB, params)
         alphas = []
         for i in range(4):

@@ -1,7 +1,7 @@
 """The golden model of one switch: classification, per-flow PSN bases, per-job state and the
 marking decision, packet by packet, exactly as the P4 program computes them (SPEC sections 1-4).
 
-Tests feed the same packet sequence to bmv2 and to `Pipeline` and compare the state registers
+Tests feed the same packet sequence to bmv2 and to `SwitchModel` and compare the state registers
 and the marks.
 """
 
@@ -40,8 +40,8 @@ class JobState:
     # The serially highest step seen in the current window (reset with it, as psn_rec is).
     step_max: int = 0
     alpha: int = 1
-    window_packets: int = 0  # packets in the current window (P4: cnt_total)
-    window_ahead_packets: int = 0  # of them, of a later step than step_min (P4: cnt_op)
+    window_packets: int = 0  # packets in the current window
+    window_ahead_packets: int = 0  # of them, of a later step than step_min
     win_start: int = 0
     packets: int = 0
     marks: int = 0
@@ -122,7 +122,7 @@ def ecn_out(ecn: int, symphony_mark: bool, queue_mark: bool) -> int:
 
 
 @dataclass
-class Pipeline:
+class SwitchModel:
     """One switch's Symphony tables and registers, and the per-packet algorithm."""
 
     job_by_tag: dict[int, int] = field(default_factory=dict)
@@ -133,7 +133,8 @@ class Pipeline:
     flow_slots: int = FLOW_SLOTS
     # "tofino2" computes the window test and eq. 5 the way p4src/t2na does (job_state.p4 there).
     target: str = "bmv2"
-    # Tofino2 only: the running form of eq. 5, 256 * cnt_op - tau_q8 * cnt_total (int32).
+    # Tofino2 only: the running form of eq. 5 (int32),
+    # 256 * window_ahead_packets - tau_q8 * window_packets.
     tau_scores: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

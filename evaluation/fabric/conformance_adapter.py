@@ -1,4 +1,7 @@
-"""The fabric simulator's numba port of the algorithm (`evaluation/fabric/symphony_kernel.py`).
+"""The conformance suite's adapter for the fabric simulator's numba port of the algorithm
+(`symphony_kernel.py`), kept beside the kernel: conformance/ sits beneath evaluation/ and never
+imports it. The suite finds this adapter through the entry-point group `symphony.conformance`,
+where the symphony-tools distribution registers it (controller/symphony_tools/pyproject.toml).
 
 One switch (index 0) with the trace's jobs; a whole trace goes through `run_trace` in one call,
 a single packet through the same call on a one-packet trace (the state arrays persist). The
@@ -16,7 +19,7 @@ import numpy as np
 from conformance.implementation import COLUMNS, ECN, MARK, Row, row_of
 from conformance.traces import Trace, TracePacket
 from evaluation.fabric import symphony_kernel as sk
-from symphony.model.pipeline import JobState, ecn_out, flow_slot
+from symphony.model.switch_model import JobState, ecn_out, flow_slot
 from symphony.sizes import FLOW_SLOTS, MAX_JOBS, TAG_MAX
 
 # The kernel's out columns: (job, p, threshold, mark); the ECN is the model's SPEC 4.5 rule.

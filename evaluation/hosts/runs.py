@@ -1,0 +1,215 @@
+"""Runs that survive a busy machine: a run the harness spoiled is redone with the same seed, and
+every valid run is appended to its CSV as it finishes, so a stopped experiment resumes where it
+stopped (docs/experiments.md, "Spoiled runs, reruns and resuming").
+
+Pure bookkeeping, no switch: `judge` says whether a run's row is valid, `run_cell` redoes a run
+until it is (a bounded number of times), `RunLog` is one CSV of valid runs keyed by what names a
+run (variant, offset, seed...), `open_results` checks that an output folder's runs were made with
+the settings of this invocation.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+Row = dict[str, Any]
+SETTINGS_FILE = "settings.json"
+# A flow alone through the bottleneck may take this much longer than its line time (latency,
+# the first packet's start); past it bmv2 fell behind its queue rate, and the emulated link was
+# slower than stated (docs/experiments.md, "Spoiled runs").
+LINK_STRETCH_LIMIT = 1.05
+
+
+def judge(row: Row, lateness_limit_ms: float) -> str | None:
+    """Why the harness spoiled this run, or None when its numbers stand. Frames lost in a switch
+    queue are a result, never a reason: such a run is valid even when a flow could not complete
+    (nothing is retransmitted)."""
+    reasons = []
+    harness = {
+        k.removeprefix("lost_"): int(v)
+        for k, v in row.items()
+        if k.startswith("lost_") and k not in ("lost_queue", "lost_unattributed") and v
+    }
+    if harness:
+        where = ", ".join(f"{n} {p}" for p, n in harness.items())
+        reasons.append(f"frames lost by the harness: {where}")
+    if row.get("lost_unattributed"):
+        reasons.append(f"unattributed {row['lost_unattributed']} (the counters do not add up)")
+    if row.get("send_errors"):
+        reasons.append(f"sends refused by the kernel: {row['send_errors']}")
+    stretch = float(row.get("link_stretch", 1.0))
+    if stretch > LINK_STRETCH_LIMIT:
+        reasons.append(
+            f"switch behind its queue rate: a lone flow took {stretch:.2f} x its line time"
+        )
+    lag = float(row.get("max_lag_ms", 0.0))
+    if lag > lateness_limit_ms:
+        reasons.append(f"host lateness {lag:.1f} ms > {lateness_limit_ms:.1f} ms")
+    if not _true(row.get("complete")) and not row.get("lost_queue"):
+        reasons.append("incomplete with no frame lost in a switch queue")
+    return "; ".join(reasons) or None
+
+
+# What `judge` can say, each reason starting with its kind's words (the summary counts them).
+REASON_KINDS = (
+    "frames lost by the harness",
+    "unattributed",
+    "sends refused",
+    "switch behind its queue rate",
+    "host lateness",
+    "incomplete",
+)
+
+
+def reason_kinds(reason: str) -> list[str]:
+    return [k for part in reason.split("; ") for k in REASON_KINDS if part.startswith(k)]
+
+
+def _true(v: object) -> bool:
+    return v is True or v == "True"
+
+
+@dataclass
+class CellResult:
+    row: Row | None  # the valid run, or None when every attempt was spoiled
+    attempts: list[tuple[Row, str]]  # every spoiled attempt and why
+
+    @property
+    def reruns(self) -> int:
+        return len(self.attempts) if self.row is not None else len(self.attempts) - 1
+
+
+def run_cell(
+    attempt: Callable[[int], Row],
+    verdict: Callable[[Row], str | None],
+    max_reruns: int,
+    on_spoiled: Callable[[Row, str, int], None] | None = None,
+) -> CellResult:
+    """Run `attempt(n)` (n = 0, 1, ...: the same seed each time) until `verdict` passes it, at
+    most 1 + `max_reruns` times. The valid row gets `reruns` (how many attempts were spoiled)."""
+    spoiled: list[tuple[Row, str]] = []
+    for n in range(1 + max_reruns):
+        row = attempt(n)
+        why = verdict(row)
+        if why is None:
+            row["reruns"] = n
+            return CellResult(row, spoiled)
+        spoiled.append((row, why))
+        if on_spoiled is not None:
+            on_spoiled(row, why, n)
+    return CellResult(None, spoiled)
+
+
+class RunLog:
+    """One CSV of runs, appended as each finishes; `key` names the columns that identify a run
+    (e.g. variant, offset_frac, seed) so a resumed experiment skips the runs already there."""
+
+    def __init__(self, path: Path, key: Sequence[str]) -> None:
+        self.path = path
+        self.key = tuple(key)
+        self.rows: list[Row] = read_rows(path)
+        self._done = {self.key_of(r) for r in self.rows}
+
+    def key_of(self, row: Row) -> tuple[str, ...]:
+        return tuple(_norm(row[k]) for k in self.key)
+
+    def done(self, **key: object) -> bool:
+        return tuple(_norm(key[k]) for k in self.key) in self._done
+
+    def append(self, row: Row) -> None:
+        fields = list(self.rows[0]) if self.rows else []
+        new = [k for k in row if k not in fields and not k.startswith("_")]
+        clean = {k: v for k, v in row.items() if not k.startswith("_")}
+        self.rows.append(clean)
+        self._done.add(self.key_of(clean))
+        if new and self.path.exists():
+            self._rewrite(fields + new)  # a column no earlier run had: rewrite, header first
+            return
+        fields += new
+        fresh = not self.path.exists()
+        with self.path.open("a", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+            if fresh:
+                w.writeheader()
+            w.writerow(clean)
+            f.flush()
+
+    def _rewrite(self, fields: list[str]) -> None:
+        for r in self.rows:
+            for k in fields:
+                r.setdefault(k, "")
+        tmp = self.path.with_suffix(".tmp")
+        with tmp.open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+            w.writeheader()
+            w.writerows(self.rows)
+        tmp.replace(self.path)
+
+
+def read_rows(path: Path) -> list[Row]:
+    if not path.is_file():
+        return []
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _norm(v: object) -> str:
+    """A key value as the CSV writes it, so 0.5 and "0.5", 3 and "3.0" name the same run."""
+    try:
+        x = float(str(v))
+    except ValueError:
+        return str(v)
+    return repr(x) if not math.isnan(x) else "nan"
+
+
+class SettingsChanged(RuntimeError):
+    pass
+
+
+def open_results(out: Path, settings: dict[str, Any], *, fresh: bool, files: Iterable[str]) -> str:
+    """Prepare `out` for this invocation's runs. The runs already there are kept and skipped
+    only if they were made with the same `settings` (everything that changes one run's result;
+    the lists of variants, offsets and seeds may differ: each run is keyed on its own). With
+    `fresh`, or when `out` holds no runs, the old `files` are removed. Returns what was done,
+    for the log; raises SettingsChanged, naming each setting that differs, otherwise."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / SETTINGS_FILE
+    stored = json.loads(path.read_text()) if path.is_file() else None
+    existing = [out / f for f in files if (out / f).exists()]
+    canon = json.loads(json.dumps(settings, sort_keys=True, default=str))
+    if existing and not fresh:
+        if stored == canon:
+            return f"resuming: {len(existing)} result file(s) in {out} made with these settings"
+        what = (
+            f"other settings ({_diff(stored, canon)})"
+            if stored is not None
+            else f"settings it did not record (no {SETTINGS_FILE})"
+        )
+        raise SettingsChanged(
+            f"{out} holds runs made with {what}; rerun with --fresh to discard them, or choose"
+            " another --out"
+        )
+    for f in existing:
+        shutil.rmtree(f) if f.is_dir() else f.unlink()
+    path.write_text(json.dumps(canon, indent=2, sort_keys=True))
+    return "starting fresh" + (f": removed {len(existing)} old result file(s)" if existing else "")
+
+
+def _diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> str:
+    out = []
+    for k in sorted(set(old) | set(new)):
+        a, b = old.get(k, "<none>"), new.get(k, "<none>")
+        if isinstance(a, dict) and isinstance(b, dict):
+            sub = _diff(a, b, f"{prefix}{k}.")
+            if sub:
+                out.append(sub)
+        elif a != b:
+            out.append(f"{prefix}{k}: {a} -> {b}")
+    return ", ".join(out)
