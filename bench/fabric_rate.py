@@ -1,29 +1,30 @@
 """Sustainable frame rate through the bmv2 fabric: 3 hops against 1, side by side in one run.
 
 The closed-loop experiments are only meaningful if the emulated links, not the CPU, are the
-bottleneck: the link rate must stay below the rate every switch of a path sustains. This brings
-up the 2 x 2 fabric (symphony_tools/fabric.py: 4 bmv2 processes, 4 hosts in namespaces), the
-controller on it, a tag-mode job on every switch (so every frame runs Symphony's whole path, as
-in an experiment; --no-job for plain forwarding), and offers paced RoCEv2 frames (the hosts'
-own 1082-byte WRITE_MIDDLE frames, evaluation/hosts/wire.py) at stepped-up rates:
+bottleneck: the link rate must stay below the rate every switch of a path sustains. This brings up
+the 2 x 2 fabric (symphony_tools/fabric.py: 4 bmv2 processes, 4 hosts in namespaces), the controller
+on it, a tag-mode job on every switch (so every frame runs Symphony's whole path, as in an
+experiment; --no-job for plain forwarding), and offers paced RoCEv2 frames (the hosts' own 1082-byte
+WRITE_MIDDLE frames, evaluation/hosts/wire.py) at stepped-up rates:
 
 - 1hop: h0 -> h1, through leaf0 alone (the other three switches idle);
-- 3hop: h0 -> h2, through leaf0, spine1, leaf1;
+- 3hop: h0 -> h2, through leaf0, a spine, leaf1;
 - ring: h0 -> h1 -> h2 -> h3 -> h0 at once, each flow at the rate (two of the four flows cross
   a spine): the load of a 4-host ring collective, 8 switch hops per round of frames.
 
-At each rate the three patterns run one after another (their order rotating), each for
---seconds; every frame sent and not received is counted as lost, beside the drops the receiving
-sockets (PACKET_STATISTICS), the fabric's veth interfaces (rx/tx_dropped) and the kernel's input
-backlog (softnet_stat) saw, and placed before the first switch whose job packet counter (in its
-ingress pipeline) missed it. A rate that fails (a loss, or the sender off its schedule by more
-than 2 %) is tried up to --tries times (3): on a busy machine another process's burst
-spoils a trial, the switch's capacity does not change. A pattern's sustainable rate is the
-highest with a clean trial; the summary lists the failed trials below it. A pattern stops after
-two rates in a row without a clean trial. One process, one thread, like the experiments' hosts
+The spine a flow crosses is the one its leaf's ECMP group hashes it to (Topology.path; the bench
+prints each). At each rate the three patterns run one after another (their order rotating), each for
+--seconds; every frame sent and not received is counted as lost and placed by the experiments' loss
+meter (evaluation/hosts/losses.py: veth, a switch's capture, pipeline, queue or output, the
+receiving socket; the sum checked). A rate that fails (a loss, or the sender off its schedule by
+more than 2 %) is tried up to --tries times (3): on a busy machine another process's burst spoils a
+trial, the switch's capacity does not change. A pattern's sustainable rate is the highest with a
+clean trial; the summary lists the failed trials below it. A pattern stops after two rates in a row
+without a clean trial. One process, one thread, like the experiments' hosts
 (evaluation/hosts/nic.py): senders paced with a catch-up of at most 8 frames, receivers drained
-between sends. Needs root; uses the fabric's ports (P4Runtime 9859.., Thrift 9390..,
-interfaces sf-*) and its own run directory.
+between sends; the loop and the switches under SCHED_FIFO at the experiments' priorities
+(--rt-priority, --switch-rt-priority; 0 for the normal scheduler). Needs root; uses the fabric's
+ports (P4Runtime 9859.., Thrift 9390.., interfaces sf-*) and its own run directory.
 
     python bench/fabric_rate.py                       # -> build/bench/fabric_rate.csv
     python bench/fabric_rate.py --rates 2000,4000 --seconds 2
@@ -36,7 +37,6 @@ import csv
 import os
 import select
 import socket
-import struct
 import subprocess
 import sys
 import time
@@ -47,17 +47,20 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from conformance import packets as rp  # noqa: E402
-from evaluation.hosts import netns, wire  # noqa: E402
+from evaluation.hosts import losses, netns, wire  # noqa: E402
+from evaluation.hosts.fabric_losses import loss_topology  # noqa: E402
+from evaluation.hosts.nic import RT_PRIORITY  # noqa: E402
+from evaluation.hosts.testbed import SWITCH_RT_PRIORITY  # noqa: E402
 from symphony.client import Client  # noqa: E402
-from symphony.p4names import JOB_COUNTERS  # noqa: E402
 from symphony_tools.daemon_process import ControllerProcess  # noqa: E402
-from symphony_tools.fabric import Bmv2Fabric, Host, Topology, link_names  # noqa: E402
+from symphony_tools.fabric import Bmv2Fabric, Host, Topology  # noqa: E402
 from symphony_tools.ports import free_port  # noqa: E402
 from symphony_tools.testbed import simple_switch_grpc  # noqa: E402
 
 ETH_P_IP = 0x0800
 PACKET_OUTGOING = 4
-SOL_PACKET, PACKET_STATISTICS, PACKET_IGNORE_OUTGOING = 263, 6, 23
+SOL_PACKET, PACKET_IGNORE_OUTGOING = 263, 23
+ROCEV2_PORT = 4791
 SO_RCVBUFFORCE = 33
 MAX_BURST = 8  # as evaluation/hosts/nic.py: a late sender catches up by 8 frames at most
 PAYLOAD = 1024
@@ -92,21 +95,15 @@ class Trial:
     pattern: str
     rate: float  # per flow, frames/s
     flows: int
-    sent: int = 0
-    received: int = 0
     offered: float = 0.0  # per flow, what the senders managed (frames/s)
-    sock_drops: int = 0
-    veth_drops: int = 0
-    backlog_drops: int = 0
     max_late_ms: float = 0.0
     load1: float = 0.0  # the machine's 1-minute load average at the trial's end
-    # Per switch on the paths: frames that should have entered its pipeline and did not
-    # (its job packet counter, counted in ingress), i.e. lost before it.
-    missing: dict[str, int] = field(default_factory=dict)
+    # Every frame sent and not received, by place (evaluation/hosts/losses.py).
+    losses: losses.Losses = field(default_factory=lambda: losses.Losses(0, 0))
 
     @property
     def lost(self) -> int:
-        return self.sent - self.received
+        return self.losses.lost
 
     @property
     def kept_up(self) -> bool:
@@ -116,27 +113,9 @@ class Trial:
     def ok(self) -> bool:
         return self.lost == 0 and self.kept_up
 
-
-def veth_drops() -> int:
-    total = 0
-    for name in link_names():
-        if name.startswith("sf-"):
-            base = Path(f"/sys/class/net/{name}/statistics")
-            total += int((base / "rx_dropped").read_text()) + int((base / "tx_dropped").read_text())
-    return total
-
-
-def backlog_drops() -> int:
-    """Frames the kernel dropped machine-wide because a CPU's input backlog was full
-    (/proc/net/softnet_stat's second column): where a veth's frames are queued for the peer."""
-    with open("/proc/net/softnet_stat") as fh:
-        return sum(int(line.split()[1], 16) for line in fh)
-
-
-def sock_drops(s: socket.socket) -> int:
-    """Frames the kernel dropped on this socket since the last call (the count resets)."""
-    _packets, drops = struct.unpack("II", s.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
-    return int(drops)
+    @property
+    def verdict(self) -> str:
+        return "ok" if self.ok else "LOSS" if self.lost else "SENDER BEHIND"
 
 
 def drain(socks: list[socket.socket]) -> None:
@@ -146,35 +125,19 @@ def drain(socks: list[socket.socket]) -> None:
                 pass
         except BlockingIOError:
             pass
-        sock_drops(s)
-
-
-class Counters:
-    """Each switch's count of the job's frames (its ingress pipeline's job packet counter)."""
-
-    def __init__(self, fabric: Bmv2Fabric, tag: int) -> None:
-        self.fabric, self.tag = fabric, tag
-
-    def read(self) -> dict[str, int]:
-        if not self.tag:
-            return {}
-        return {
-            sw.name: self.fabric.thrift(sw.name).counter_read(JOB_COUNTERS["packets"], self.tag)[1]
-            for sw in self.fabric.topo.switches
-        }
+        losses.socket_drops(s)
 
 
 def run_trial(
-    pattern: str, flows: list[Flow], rate: float, seconds: float, counters: Counters
+    pattern: str, flows: list[Flow], rate: float, seconds: float, meter: losses.LossMeter
 ) -> Trial:
     n = max(1, round(rate * seconds))
-    c0 = counters.read()
     rx_socks = [f.rx for f in flows]
     drain(rx_socks)
     by_rx = {f.rx.fileno(): f for f in flows}  # one flow per receiving host in every pattern
     for f in flows:
         f.sent = f.received = 0
-    v0, b0 = veth_drops(), backlog_drops()
+    before = meter.snapshot()
     gap = 1.0 / rate
     t0 = time.perf_counter() + 0.01
     due = [t0 + i * gap / len(flows) for i in range(len(flows))]  # staggered starts
@@ -203,34 +166,23 @@ def run_trial(
             r, _, _ = select.select(rx_socks, [], [], wait)
             if r:
                 receive(r, by_rx)
-    # The last frames: until all arrived or nothing came for a second.
-    last_seen, got = time.perf_counter(), sum(f.received for f in flows)
-    while got < n * len(flows) and time.perf_counter() - last_seen < 1.0:
-        r, _, _ = select.select(rx_socks, [], [], 0.1)
-        if r:
-            receive(r, by_rx)
-        now_got = sum(f.received for f in flows)
-        if now_got != got:
-            got, last_seen = now_got, time.perf_counter()
+    drops = 0
+
+    def counts() -> losses.HostCounts:
+        """The meter's view of the hosts: what they sent, read and their sockets dropped."""
+        nonlocal drops
+        receive(rx_socks, by_rx)
+        drops += sum(losses.socket_drops(s) for s in rx_socks)
+        return losses.HostCounts(sum(f.sent for f in flows), sum(f.received for f in flows), drops)
+
     t = Trial(pattern, rate, len(flows))
-    t.sent = sum(f.sent for f in flows)
-    t.received = sum(f.received for f in flows)
+    # Until every frame is accounted for, or no counter moved for 0.3 s (the queues drained).
+    t.losses = meter.settle(before, counts)
     t.offered = min(
         (f.sent - 1) / (f.last_tx - f.first_tx) if f.last_tx > f.first_tx else rate for f in flows
     )
-    t.sock_drops = sum(sock_drops(s) for s in rx_socks)
-    t.veth_drops = veth_drops() - v0
-    t.backlog_drops = backlog_drops() - b0
     t.max_late_ms = late * 1e3
     t.load1 = os.getloadavg()[0]
-    c1 = counters.read()
-    if c1:
-        topo = counters.fabric.topo
-        expected: dict[str, int] = {}
-        for f in flows:
-            for sw in topo.path(f.src, f.dst):
-                expected[sw] = expected.get(sw, 0) + f.sent
-        t.missing = {sw: want - (c1[sw] - c0[sw]) for sw, want in expected.items()}
     return t
 
 
@@ -245,6 +197,17 @@ def receive(socks: list[socket.socket], by_rx: dict[int, Flow]) -> None:
             # RoCEv2 (UDP 4791) frames that arrived (not this host's own outgoing ones).
             if addr[2] != PACKET_OUTGOING and data[36:38] == b"\x12\xb7":
                 flow.received += 1
+
+
+def realtime(priority: int) -> bool:
+    """This (the hosts') thread under SCHED_FIFO at `priority` (0: back to normal), as the
+    experiments run their hosts' loop (evaluation/hosts/nic.py)."""
+    policy = os.SCHED_FIFO if priority > 0 else os.SCHED_OTHER
+    try:
+        os.sched_setscheduler(0, policy, os.sched_param(priority))
+    except OSError:
+        return False
+    return priority > 0
 
 
 class Sockets:
@@ -296,6 +259,18 @@ def main() -> int:
     ap.add_argument(
         "--tries", type=int, default=3, help="trials of a rate until one is lossless, at most"
     )
+    ap.add_argument(
+        "--rt-priority",
+        type=int,
+        default=RT_PRIORITY,
+        help="the hosts' loop under SCHED_FIFO at this priority, as the experiments (0: normal)",
+    )
+    ap.add_argument(
+        "--switch-rt-priority",
+        type=int,
+        default=SWITCH_RT_PRIORITY,
+        help="every bmv2 thread under SCHED_FIFO at this priority, as the experiments (0: normal)",
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "build/bench/fabric_rate.csv")
     args = ap.parse_args()
     rates = [float(r) for r in args.rates.split(",")]
@@ -320,6 +295,7 @@ def main() -> int:
         with ControllerProcess(cfg, api, run / "controller.log") as ctl:
             ctl.wait_ready([s.name for s in fabric.topo.switches])
             fabric.set_queue_depth(args.queue_depth)
+            switch_rt = fabric.set_realtime(args.switch_rt_priority)
             tag = 0
             if not args.no_job:
                 with Client(api) as c:
@@ -327,10 +303,24 @@ def main() -> int:
                         "bench", "bench", switches=[s.name for s in fabric.topo.switches]
                     )
                     tag = reply.job.job_id
-            print(f"fabric 2x2x2 up, job tag {tag or '(none)'}; {args.seconds} s per trial")
+            hosts_rt = realtime(args.rt_priority)
+            print(
+                f"fabric 2x2x2 up, job tag {tag or '(none)'}; {args.seconds} s per trial; "
+                f"SCHED_FIFO: switches {args.switch_rt_priority if switch_rt else 'no'}, "
+                f"hosts {args.rt_priority if hosts_rt else 'no'}"
+            )
             socks = Sockets(fabric.topo)
-            counters = Counters(fabric, tag)
+            meter = losses.LossMeter(loss_topology(fabric.topo))
             flows = {p: open_flows(fabric.topo, socks, PATTERNS[p], tag) for p in patterns}
+            for p, fl in flows.items():
+                print(
+                    f"  {p}: "
+                    + "; ".join(
+                        f"{f.src.name} -> {f.dst.name} via "
+                        + ", ".join(fabric.topo.path(f.src, f.dst, 17, 0, ROCEV2_PORT))
+                        for f in fl
+                    )
+                )
             failed = dict.fromkeys(patterns, 0)
             for step, rate in enumerate(rates):
                 order = patterns[step % len(patterns) :] + patterns[: step % len(patterns)]
@@ -338,15 +328,17 @@ def main() -> int:
                     if failed[p] >= 2:
                         continue
                     for _try in range(args.tries):
-                        t = run_trial(p, flows[p], rate, args.seconds, counters)
+                        t = run_trial(p, flows[p], rate, args.seconds, meter)
                         trials.append(t)
+                        where = (
+                            " (" + ", ".join(f"{k} {v}" for k, v in t.losses.detail.items()) + ")"
+                            if t.losses.detail
+                            else ""
+                        )
                         print(
-                            f"{rate:7.0f}/s {p:5} sent {t.sent:7} lost {t.lost:6} (before "
-                            + ", ".join(f"{k} {v}" for k, v in t.missing.items())
-                            + f"; sockets {t.sock_drops}, veths {t.veth_drops}, "
-                            f"backlog {t.backlog_drops}) offered "
-                            f"{t.offered:6.0f}/s late {t.max_late_ms:5.1f} ms load {t.load1:4.1f} "
-                            f"{'ok' if t.ok else 'LOSS' if t.lost else 'SENDER BEHIND'}",
+                            f"{rate:7.0f}/s {p:5} offered {t.offered:6.0f}/s late "
+                            f"{t.max_late_ms:5.1f} ms load {t.load1:4.1f} {t.verdict:13} "
+                            f"{t.losses.describe()}{where}",
                             flush=True,
                         )
                         time.sleep(0.3)
@@ -355,6 +347,9 @@ def main() -> int:
                     failed[p] = 0 if t.ok else failed[p] + 1
                 if all(failed[p] >= 2 for p in patterns):
                     break
+            if hosts_rt:
+                realtime(0)
+            meter.close()
             socks.close()
     load1 = os.getloadavg()
 
@@ -366,36 +361,33 @@ def main() -> int:
                 "pattern",
                 "rate_per_flow",
                 "flows",
-                "sent",
-                "received",
-                "lost",
-                "sock_drops",
-                "veth_drops",
-                "backlog_drops",
                 "offered_per_flow",
                 "max_late_ms",
-                "missing_before_switch",
                 "load1",
                 "ok",
+                "frames_sent",
+                "frames_received",
+                *(f"lost_{p}" for p in losses.PLACES),
+                "lost_unattributed",
+                "loss_detail",
             ]
         )
         for t in trials:
+            row = t.losses.row()
             w.writerow(
                 [
                     t.pattern,
                     round(t.rate),
                     t.flows,
-                    t.sent,
-                    t.received,
-                    t.lost,
-                    t.sock_drops,
-                    t.veth_drops,
-                    t.backlog_drops,
                     round(t.offered),
                     round(t.max_late_ms, 2),
-                    " ".join(f"{k}={v}" for k, v in t.missing.items()),
                     round(t.load1, 2),
                     int(t.ok),
+                    row["frames_sent"],
+                    row["frames_received"],
+                    *(row[f"lost_{p}"] for p in losses.PLACES),
+                    row["lost_unattributed"],
+                    row["loss_detail"],
                 ]
             )
 

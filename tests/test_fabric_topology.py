@@ -1,7 +1,8 @@
 """symphony_tools/fabric.py's Topology: names, ports, links, addresses and the controller config
-it writes (loaded by the controller's own config loader; its routes deliver every host's frames
-to every other host along Topology.path). No switch runs here: tests/integration/
-test_fabric_bmv2.py brings the fabric up."""
+it writes (loaded by the controller's own config loader; the routes and ECMP groups the
+controller derives from it deliver every host's frames to every other host along
+Topology.path, the spine picked by the data plane's hash). No switch runs here:
+tests/integration/test_fabric_bmv2.py brings the fabric up."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import pytest
 
 from symphony.config import ConfigError, load
 from symphony.config.schema import Config
-from symphony_tools.fabric import FabricError, Topology
+from symphony.config.topology import routes_for
+from symphony.model.ecmp import next_hop
+from symphony_tools.fabric import FabricError, Host, Topology, ip_int
 
 
 def config_of(topo: Topology, tmp_path: Path) -> Config:
@@ -24,22 +27,28 @@ def config_of(topo: Topology, tmp_path: Path) -> Config:
     return load(cfg)
 
 
-def walk(cfg: Config, topo: Topology, src_leaf: int, dst_ip: str) -> tuple[list[str], int]:
-    """Follow the config's routes (longest prefix) from `src_leaf` to `dst_ip`: the switches
+def walk(
+    cfg: Config, topo: Topology, src: Host, dst: Host, proto: int, sport: int, dport: int
+) -> tuple[list[str], int]:
+    """Follow the routes the controller derives from the written topology (longest prefix, an
+    ECMP group's member by the data plane's hash) from `src`'s leaf to `dst`: the switches
     crossed and the last egress port."""
+    assert cfg.topology is not None
+    fibs = routes_for(cfg.topology)
     peer = {(lk.a, lk.a_port): lk.b for lk in topo.links}
     peer |= {(lk.b, lk.b_port): lk.a for lk in topo.links}
-    here, crossed = topo.leaf_name(src_leaf), []
-    addr = ipaddress.IPv4Address(dst_ip)
+    here, crossed = topo.leaf_name(src.leaf), []
+    addr = ipaddress.IPv4Address(dst.ip)
     for _ in range(5):
         crossed.append(here)
-        routes = [r for r in cfg.switch(here).routes if addr in r.prefix]
-        assert routes, f"{here} has no route to {dst_ip}"
-        port = max(routes, key=lambda r: r.prefix.prefixlen).port
+        routes = [nh for nh in fibs[here] if addr in nh.prefix]
+        assert routes, f"{here} has no route to {dst.ip}"
+        hops = max(routes, key=lambda nh: nh.prefix.prefixlen).ports
+        port = next_hop(hops, ip_int(src.ip), ip_int(dst.ip), proto, sport, dport)
         if (here, port) not in peer:
             return crossed, port
         here = peer[(here, port)]
-    raise AssertionError(f"loop towards {dst_ip}: {crossed}")
+    raise AssertionError(f"loop towards {dst.ip}: {crossed}")
 
 
 @pytest.mark.parametrize("leaves,spines,hpl", [(2, 2, 2), (3, 2, 1), (4, 3, 5), (1, 1, 1)])
@@ -49,12 +58,19 @@ def test_every_host_reaches_every_other_along_its_path(
     topo = Topology(leaves, spines, hpl)
     cfg = config_of(topo, tmp_path)
     assert [s.name for s in cfg.switches] == [s.name for s in topo.switches]
+    spines_used = set()
     for src in topo.hosts:
         for dst in topo.hosts:
-            if src != dst:
-                crossed, port = walk(cfg, topo, src.leaf, dst.ip)
-                assert crossed == topo.path(src, dst)
+            if src == dst:
+                continue
+            # ICMP (no UDP: ports 0) and RoCEv2 frames of a few steps (the step is the sport).
+            for proto, sport, dport in [(1, 0, 0)] + [(17, step, 4791) for step in range(4)]:
+                crossed, port = walk(cfg, topo, src, dst, proto, sport, dport)
+                assert crossed == topo.path(src, dst, proto, sport, dport)
                 assert (crossed[-1], port) == (topo.leaf_name(dst.leaf), dst.port)
+                spines_used.update(crossed[1:2] if len(crossed) == 3 else [])
+    if leaves > 1 and spines > 1 and hpl > 1:
+        assert len(spines_used) == spines  # ECMP spreads the frames over every spine
 
 
 def test_default_fabric_names_and_ports() -> None:
@@ -112,12 +128,14 @@ def test_parse_and_bad_sizes() -> None:
 
 
 def test_config_loader_checks_the_written_config(tmp_path: Path) -> None:
-    """The written config is the controller's: its own loader accepts it, and a route the
-    fabric would not write (to a port the switch lacks) is refused, naming the field."""
+    """The written config is the controller's: its own loader accepts it (the topology's checks
+    included), and a link the fabric would not write (to a port the switch lacks) is refused,
+    naming the field."""
     topo = Topology()
     cfg = config_of(topo, tmp_path)
     assert cfg.switch("spine1").thrift_port == 9393
+    assert cfg.topology is not None and len(cfg.topology.hosts) == 4
     text = (tmp_path / "controller.toml").read_text()
-    (tmp_path / "controller.toml").write_text(text.replace("port = 3 }", "port = 7 }", 1))
-    with pytest.raises(ConfigError, match=r"switches\[0\]"):
+    (tmp_path / "controller.toml").write_text(text.replace('b = "spine0:0"', 'b = "spine0:7"'))
+    with pytest.raises(ConfigError, match=r"links\[0\]\.b"):
         load(tmp_path / "controller.toml")

@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from symphony.model.ecmp import next_hop
 from symphony.switch.thrift_registers import Bmv2Thrift
 from symphony_tools.testbed import BMV2_JSON, P4INFO, REPO, Bmv2Env, bmv2_missing
 
@@ -230,36 +231,30 @@ class Topology:
         raise KeyError(name_or_index)
 
     # -- forwarding -----------------------------------------------------------------------
-    def spine_for(self, dst_leaf: int) -> int:
-        """The one spine every leaf sends traffic for `dst_leaf` through (until the controller
-        derives ECMP groups from a topology: then every spine is a next hop)."""
-        return dst_leaf % self.spines
+    @property
+    def uplinks(self) -> tuple[int, ...]:
+        """A leaf's ports towards the spines: the ECMP group of every other leaf's hosts."""
+        return tuple(self.uplink(j) for j in range(self.spines))
 
-    def leaf_prefix(self, leaf: int) -> str:
-        return f"10.0.{leaf}.0/24"
+    def spine_for(
+        self, src: Host, dst: Host, proto: int = 1, sport: int = 0, dport: int = 0
+    ) -> int:
+        """The spine a frame src -> dst (hosts on different leaves) crosses: its leaf's ECMP
+        group over every uplink, the bucket from the 5-tuple's hash (model/ecmp.py; no UDP
+        header, e.g. ICMP: both ports 0)."""
+        port = next_hop(self.uplinks, ip_int(src.ip), ip_int(dst.ip), proto, sport, dport)
+        return port - self.hosts_per_leaf
 
-    def routes(self, switch: str) -> list[tuple[str, int]]:
-        """(prefix, port) of `switch`: a leaf reaches its own hosts by their /32, other leaves'
-        /24 through spine_for(that leaf); a spine reaches leaf i's /24 on port i."""
-        sw = self.switch(switch)
-        if sw.index < self.leaves:
-            leaf = sw.index
-            out = [(f"{h.ip}/32", h.port) for h in self.hosts if h.leaf == leaf]
-            out += [
-                (self.leaf_prefix(m), self.uplink(self.spine_for(m)))
-                for m in range(self.leaves)
-                if m != leaf
-            ]
-            return out
-        return [(self.leaf_prefix(i), i) for i in range(self.leaves)]
-
-    def path(self, src: Host, dst: Host) -> list[str]:
-        """The switches a frame from `src` to `dst` crosses, in order."""
+    def path(
+        self, src: Host, dst: Host, proto: int = 1, sport: int = 0, dport: int = 0
+    ) -> list[str]:
+        """The switches a frame from `src` to `dst` crosses, in order (its 5-tuple picks the
+        spine; proto 1 = ICMP, 17 = UDP)."""
         if src.leaf == dst.leaf:
             return [self.leaf_name(src.leaf)]
         return [
             self.leaf_name(src.leaf),
-            self.spine_name(self.spine_for(dst.leaf)),
+            self.spine_name(self.spine_for(src, dst, proto, sport, dport)),
             self.leaf_name(dst.leaf),
         ]
 
@@ -275,30 +270,41 @@ class Topology:
         controller: str = "",
         extra: str = "",
     ) -> str:
-        """The controller config for this fabric: every switch with all its ports and explicit
-        routes (one next hop per destination, `routes`). The one place to change when the
-        controller reads a topology ([[links]], [[hosts]]) and derives routes and ECMP groups."""
+        """The controller config for this fabric: its topology (`links` between switch ports,
+        `hosts` with their address and leaf port), from which the controller derives every
+        switch's routes and ECMP groups and a job's switches from its hosts
+        (docs/controller.md, "Topology"), and every switch with all its ports."""
         section = f"[controller]\n{controller.strip()}\n" if controller else ""
         extra = f"{extra.strip()}\n" if extra else ""
+        links = ",\n".join(
+            f'  {{ a = "{lk.a}:{lk.a_port}", b = "{lk.b}:{lk.b_port}" }}' for lk in self.links
+        )
+        hosts = ",\n".join(
+            f'  {{ name = "{h.name}", address = "{h.ip}", switch = "{self.leaf_name(h.leaf)}", '
+            f"port = {h.port} }}"
+            for h in self.hosts
+        )
         out = [
             f"# The bmv2 fabric {self.spec} (leaves x spines x hosts per leaf) of\n"
             "# symphony_tools/fabric.py: written by `python -m symphony_tools.fabric up`.\n"
-            f'database = "{database}"\n{section}{extra}'
+            f'database = "{database}"\n'
+            f"links = [\n{links},\n]\n" * bool(self.links) + f"hosts = [\n{hosts},\n]\n"
+            f"{section}{extra}"
             f'[api]\nlisten = "{api}"\n[metrics]\nlisten = "{metrics}"\n'
             f'[pipelines.bmv2]\np4info = "{p4info}"\ndevice_config = "{bmv2_json}"\n'
         ]
         for sw in self.switches:
             ports = ", ".join(f"{{ port = {p} }}" for p in range(len(sw.interfaces)))
-            routes = ",\n".join(
-                f'  {{ prefix = "{prefix}", port = {port} }}'
-                for prefix, port in self.routes(sw.name)
-            )
             out.append(
                 f'\n[[switches]]\nname = "{sw.name}"\naddress = "{sw.grpc_addr}"\n'
                 f'device_id = 0\ntarget = "bmv2"\nthrift_port = {sw.thrift_port}\n'
-                f"ports = [{ports}]\nroutes = [\n{routes},\n]\n"
+                f"ports = [{ports}]\n"
             )
         return "".join(out)
+
+
+def ip_int(addr: str) -> int:
+    return int(ipaddress.IPv4Address(addr))
 
 
 def fabric_missing() -> str | None:
@@ -516,6 +522,19 @@ class Bmv2Fabric:
             + [f"link {n}" for n in link_names() if n.startswith(PREFIX)]
             + [f"nft table {t}" for t in nft_tables() if t in guards]
         )
+
+    def set_realtime(self, priority: int) -> bool:
+        """Every thread of every switch under SCHED_FIFO at `priority` (threads started later
+        inherit it; 0: the normal scheduler), as the experiments' testbed runs its bmv2
+        (evaluation/hosts/testbed.py, SWITCH_RT_PRIORITY). False if not allowed."""
+        policy = os.SCHED_FIFO if priority > 0 else os.SCHED_OTHER
+        try:
+            for pid in self.pids().values():
+                for tid in os.listdir(f"/proc/{pid}/task"):
+                    os.sched_setscheduler(int(tid), policy, os.sched_param(max(priority, 0)))
+        except (PermissionError, ProcessLookupError, FileNotFoundError):
+            return False
+        return True
 
     # -- the switches' runtime API ----------------------------------------------------------
     def thrift(self, switch: str) -> Bmv2Thrift:

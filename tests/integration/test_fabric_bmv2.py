@@ -1,6 +1,7 @@
 """The bmv2 fabric (symphony_tools/fabric.py) with the controller daemon on it: 2 leaves x 2
 spines, 4 hosts in their namespaces; pings between hosts on different leaves cross the spine the
-config's routes name, and stopping leaves nothing behind.
+data plane's ECMP hash picks (model/ecmp.py, as Topology.path predicts), a job allocated by
+hosts lands on their paths' switches, and stopping leaves nothing behind.
 
 Its own ports (P4Runtime 9859-9862, Thrift 9390-9393, interfaces and namespaces "sf-*"), so it
 runs beside the other bmv2 tests. Needs simple_switch_grpc, `make build`'s program, root, nft
@@ -21,6 +22,7 @@ import pytest
 
 from conformance import packets as rp
 from evaluation.hosts import netns, wire
+from symphony.client import Client
 from symphony_tools.daemon_process import ControllerProcess
 from symphony_tools.fabric import RUN_DIR, Bmv2Fabric, Topology, fabric_missing
 from symphony_tools.ports import free_port
@@ -123,6 +125,21 @@ def test_pings_between_leaves_cross_the_named_spine(running: Running) -> None:
             assert rx_packets(n) - before[n] >= 3, f"{src.name} -> {dst.name}: nothing on {n}"
         for n in others:
             assert rx_packets(n) == before[n], f"{src.name} -> {dst.name}: frames on {n}"
+
+
+def test_a_job_allocated_by_hosts_lands_on_their_paths(running: Running) -> None:
+    """The config's topology gives a job its switches: hosts on two leaves -> both leaves and
+    every spine (every shortest path); hosts of one leaf -> that leaf alone."""
+    with Client(running.controller.api) as c:
+        for key, hosts, want in (
+            ("across", ["h0", "h2"], {"leaf0", "leaf1", "spine0", "spine1"}),
+            ("one-leaf", ["h2", "10.0.1.2"], {"leaf1"}),
+        ):
+            reply = c.allocate(key, key, switches=[], hosts=hosts)
+            assert reply.job.state == "active", reply
+            assert {r.switch for r in reply.switches} == want
+            assert all(r.status == "installed" for r in reply.switches), reply.switches
+            c.release(key)
 
 
 def test_same_leaf_ping(running: Running) -> None:
