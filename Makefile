@@ -14,13 +14,15 @@ P4C_BMV2 ?= p4c-bm2-ss
 P4C ?= p4c
 CONFIG ?= examples/bmv2.toml
 
-.PHONY: help setup build run stop controller test unit ptf fuzz lint tofino2 bench experiment experiment-long evaluation shell clean
+.PHONY: help setup build run fabric stop controller test unit ptf fuzz lint tofino2 bench experiment experiment-long evaluation shell clean
 
 help:
 	@echo "make setup     Python environment in $(VENV) (the runtime, symphony-tools and the dev tools)"
 	@echo "make build     compile p4src for bmv2 -> $(BUILD)/bmv2/{symphony.json,symphony.p4info.txtpb}"
 	@echo "make run       build, start bmv2 (bmv2_env/start.sh) and the controller ($(CONFIG))"
-	@echo "make stop      stop bmv2 and remove its ports"
+	@echo "make fabric    build, start a bmv2 leaf-spine (LEAVES=$(LEAVES) SPINES=$(SPINES)"
+	@echo "               HOSTS_PER_LEAF=$(HOSTS_PER_LEAF), hosts in namespaces sf-h*) and the controller on it"
+	@echo "make stop      stop bmv2 and the fabric, remove their ports, namespaces and nft tables"
 	@echo "make test      everything: lint, unit tests, Tofino2 compile and the bmv2/PTF suite"
 	@echo "make ptf       only the PTF suite on bmv2 (builds and starts bmv2 itself)"
 	@echo "make fuzz      $(FUZZ_PACKETS) fuzzed frames through bmv2 and the model (frames/s), API fuzzing"
@@ -57,8 +59,21 @@ run: build setup
 	bmv2_env/start.sh
 	$(VENV)/bin/symphony-controller --config $(CONFIG)
 
+# A leaf-spine of bmv2 switches, each host in its own network namespace (symphony_tools/
+# fabric.py, docs/fabric.md); the controller's config is written to $(FABRIC_CONFIG).
+LEAVES ?= 2
+SPINES ?= 2
+HOSTS_PER_LEAF ?= 2
+FABRIC_CONFIG := run/fabric/controller.toml
+fabric: build setup
+	$(PY) -m symphony_tools.fabric up --leaves $(LEAVES) --spines $(SPINES) \
+		--hosts-per-leaf $(HOSTS_PER_LEAF) --config $(FABRIC_CONFIG) $(FABRIC_ARGS)
+	$(VENV)/bin/symphony-controller --config $(FABRIC_CONFIG)
+
 stop:
 	bmv2_env/stop.sh
+	@if [ -x $(PY) ]; then $(PY) -m symphony_tools.fabric down; \
+	else echo "make stop: no $(VENV): the fabric (if any) was not stopped; run make setup"; fi
 
 test: setup
 	scripts/run_tests.sh

@@ -9,8 +9,11 @@
 : "${SYMPHONY_SWITCH:=simple_switch_grpc}"
 : "${SYMPHONY_VETH_BASE:=0}"                   # a second switch on one machine: e.g. 20
 : "${SYMPHONY_MTU:=9500}"                      # veth MTU; bmv2's capture ring holds 2 MB / (MTU + ~100)
+: "${SYMPHONY_INTERFACES:=}"                   # "PORT@IFNAME ...": existing interfaces as the
+                                               # ports, instead of SYMPHONY_PORTS veth pairs
 
-# Switch port i is veth(B+2i); its peer veth(B+2i+1) is where tests send and sniff.
+# Switch port i is veth(B+2i); its peer veth(B+2i+1) is where tests send and sniff (unless
+# SYMPHONY_INTERFACES names the ports).
 switch_if() { echo "veth$((SYMPHONY_VETH_BASE + 2 * $1))"; }
 host_if() { echo "veth$((SYMPHONY_VETH_BASE + 2 * $1 + 1))"; }
 

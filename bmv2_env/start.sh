@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Bring up bmv2 (simple_switch_grpc) with SYMPHONY_PORTS veth ports, P4Runtime and Thrift on
-# loopback, and no program: the controller (or the PTF base test) pushes the pipeline over
-# P4Runtime. Running it twice is harmless: a switch that already answers is left alone.
+# Bring up bmv2 (simple_switch_grpc) with SYMPHONY_PORTS veth ports (or the existing interfaces
+# SYMPHONY_INTERFACES names), P4Runtime and Thrift on loopback, and no program: the controller
+# (or the PTF base test) pushes the pipeline over P4Runtime. Running it twice is harmless: a
+# switch that already answers is left alone.
 #
 # P4Runtime binds to SYMPHONY_GRPC_ADDR (loopback). The Thrift runtime server (unauthenticated
 # table and register writes) binds to every interface and bmv2 has no option against it, so an
@@ -29,22 +30,40 @@ if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
   exit 0
 fi
 
+port_up() {
+  # No IPv6 on test ports: router solicitations and MLD reports would be forwarded by the
+  # switch and show up as unexpected packets in the tests.
+  sysctl -qw "net.ipv6.conf.$1.disable_ipv6=1" || true
+  ip link set "$1" mtu "$SYMPHONY_MTU" up
+}
+
 ifaces=()
 sw_ifaces=()
-for ((i = 0; i < SYMPHONY_PORTS; i++)); do
-  sw=$(switch_if "$i") host=$(host_if "$i")
-  if ! ip link show "$sw" >/dev/null 2>&1; then
-    ip link add "$sw" type veth peer name "$host"
-  fi
-  for intf in "$sw" "$host"; do
-    # No IPv6 on test ports: router solicitations and MLD reports would be forwarded by the
-    # switch and show up as unexpected packets in the tests.
-    sysctl -qw "net.ipv6.conf.$intf.disable_ipv6=1" || true
-    ip link set "$intf" mtu "$SYMPHONY_MTU" up
+if [ -n "$SYMPHONY_INTERFACES" ]; then
+  # Ports named by the caller (the fabric, symphony_tools/fabric.py, made these veth ends: their
+  # peers belong to other switches or to hosts' namespaces, so they are not created here).
+  for spec in $SYMPHONY_INTERFACES; do
+    intf=${spec#*@}
+    [[ $spec == *@* && ${spec%%@*} =~ ^[0-9]+$ ]] || die "SYMPHONY_INTERFACES: '$spec' is not PORT@IFNAME"
+    ip link show "$intf" >/dev/null 2>&1 || die "interface $intf (port ${spec%%@*}) does not exist"
+    port_up "$intf"
+    ifaces+=(-i "$spec")
+    sw_ifaces+=("$intf")
   done
-  ifaces+=(-i "$i@$sw")
-  sw_ifaces+=("$sw")
-done
+  port_names=$SYMPHONY_INTERFACES
+else
+  for ((i = 0; i < SYMPHONY_PORTS; i++)); do
+    sw=$(switch_if "$i") host=$(host_if "$i")
+    if ! ip link show "$sw" >/dev/null 2>&1; then
+      ip link add "$sw" type veth peer name "$host"
+    fi
+    port_up "$sw"
+    port_up "$host"
+    ifaces+=(-i "$i@$sw")
+    sw_ifaces+=("$sw")
+  done
+  port_names="0..$((SYMPHONY_PORTS - 1))"
+fi
 # With an offload on, libpcap sizes bmv2's capture ring for 64 KB frames: 32 of them. Off, the
 # ring holds 2 MB of MTU-sized frames (offload_off.py says why).
 python3 "$here/offload_off.py" "${sw_ifaces[@]}" || die "cannot turn the offloads off on ${sw_ifaces[*]}"
@@ -88,7 +107,7 @@ for _ in $(seq 1 100); do
   if (exec 3<>"/dev/tcp/127.0.0.1/$grpc_port") 2>/dev/null &&
      (exec 3<>"/dev/tcp/127.0.0.1/$SYMPHONY_THRIFT_PORT") 2>/dev/null; then
     echo "bmv2 up (pid $(cat "$pidfile")): P4Runtime $SYMPHONY_GRPC_ADDR device $SYMPHONY_DEVICE_ID," \
-         "Thrift $SYMPHONY_THRIFT_PORT (loopback only), ports 0..$((SYMPHONY_PORTS - 1)), log $SYMPHONY_RUN_DIR/bmv2.txt"
+         "Thrift $SYMPHONY_THRIFT_PORT (loopback only), ports $port_names, log $SYMPHONY_RUN_DIR/bmv2.txt"
     exit 0
   fi
   sleep 0.1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Stop the bmv2 started by start.sh (by its PID) and remove its veth ports. Stopping a switch
-# that is not running is harmless.
+# Stop the bmv2 started by start.sh (by its PID) and remove its veth ports (or the interfaces
+# SYMPHONY_INTERFACES names). Stopping a switch that is not running is harmless.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=env.sh
@@ -26,8 +26,15 @@ if command -v nft >/dev/null 2>&1; then
 fi
 
 if [ "${1:-}" != "--keep-ports" ]; then
-  for ((i = 0; i < SYMPHONY_PORTS; i++)); do
-    ip link del "$(switch_if "$i")" 2>/dev/null || true
-  done
+  if [ -n "$SYMPHONY_INTERFACES" ]; then
+    # Deleting one end of a veth pair deletes both; a pair another switch removed is gone already.
+    for spec in $SYMPHONY_INTERFACES; do
+      ip link del "${spec#*@}" 2>/dev/null || true
+    done
+  else
+    for ((i = 0; i < SYMPHONY_PORTS; i++)); do
+      ip link del "$(switch_if "$i")" 2>/dev/null || true
+    done
+  fi
 fi
 exit 0

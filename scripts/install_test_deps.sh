@@ -5,7 +5,8 @@
 # certificates (tests/test_client.py), the PostgreSQL server for the replicated controllers'
 # store (tests/test_jobs_pg_store.py, tests/integration/test_replicas*.py: each test runs its own
 # cluster, symphony_tools/postgres.py), and nftables, with which bmv2_env/start.sh closes bmv2's
-# Thrift port to everything but loopback. Idempotent: installs only what is
+# Thrift port to everything but loopback, and ping for the fabric's test
+# (tests/integration/test_fabric_bmv2.py). Idempotent: installs only what is
 # missing. The tests start and stop the daemons themselves; this script makes sure none of the
 # packages' own services is started here (policy-rc.d), so nothing is left running.
 set -euo pipefail
@@ -13,7 +14,7 @@ export PATH="$PATH:/usr/sbin:/sbin"
 declare -A pkg_of=(
   [slurmctld]=slurm-wlm [slurmd]=slurm-wlm [sbatch]=slurm-wlm
   [munged]=munge [prometheus]=prometheus [promtool]=prometheus [openssl]=openssl
-  [nft]=nftables
+  [nft]=nftables [ping]=iputils-ping
 )
 missing=()
 for bin in "${!pkg_of[@]}"; do

@@ -58,6 +58,9 @@ class Bmv2Env:
     veth_base: int = 0
     ports: int = PORTS
     run_dir: Path = REPO / "run/bmv2"
+    # Existing interfaces as the ports (port i = interfaces[i]) instead of `ports` veth pairs
+    # veth(B+2i)/veth(B+2i+1): the fabric's switches (symphony_tools/fabric.py) make their own.
+    interfaces: tuple[str, ...] = ()
     mtu: int = 9500
 
     @classmethod
@@ -79,6 +82,8 @@ class Bmv2Env:
         return self.grpc_addr.rsplit(":", 1)[0]
 
     def switch_if(self, port: int) -> str:
+        if self.interfaces:
+            return self.interfaces[port]
         return f"veth{self.veth_base + 2 * port}"
 
     def host_if(self, port: int) -> str:
@@ -143,6 +148,8 @@ routes = [{routes}]
             "SYMPHONY_VETH_BASE": str(self.veth_base),
             "SYMPHONY_PORTS": str(self.ports),
             "SYMPHONY_RUN_DIR": str(self.run_dir),
+            # Always set: an exported value must not turn the default switch into another.
+            "SYMPHONY_INTERFACES": " ".join(f"{i}@{n}" for i, n in enumerate(self.interfaces)),
             "SYMPHONY_MTU": str(self.mtu),
         }
 
