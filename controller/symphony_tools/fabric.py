@@ -41,6 +41,7 @@ from symphony.model.ecmp import next_hop
 from symphony.switch.thrift_registers import Bmv2Thrift
 from symphony_tools.testbed import BMV2_JSON, P4INFO, REPO, Bmv2Env, bmv2_missing
 
+ROCE_DPORT = 4791  # RoCEv2's UDP destination port
 PREFIX = "sf-"  # every interface and namespace of the fabric (this tool's share of names)
 GRPC_BASE = 9859
 THRIFT_BASE = 9390
@@ -455,6 +456,18 @@ class Bmv2Fabric:
             if o != h
         ]
         _run("ip", "-n", h.netns, "-batch", "-", input="\n".join(batch) + "\n")
+        # RoCE (UDP 4791) belongs to the emulated NIC (evaluation/hosts/nic.py, an AF_PACKET
+        # socket, which sees a frame before netfilter does): the namespace's own IP stack must
+        # not answer it, or every new flow draws an ICMP port unreachable back through the
+        # fabric (extra frames the experiments would count as unexpected).
+        _run(
+            "ip", "netns", "exec", h.netns, "nft", "-f", "-",
+            input=(
+                "table inet symphony_host {\n chain input {\n"
+                "  type filter hook input priority 0; policy accept;\n"
+                f"  udp dport {ROCE_DPORT} drop\n }}\n}}\n"
+            ),
+        )  # fmt: skip
 
     def _scripts(self, action: str) -> None:
         """bmv2_env/<action>.sh for every switch at once."""

@@ -19,7 +19,6 @@ import re
 import statistics
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -133,39 +132,6 @@ def settings_of(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-class Cells:
-    """Runs each cell (one variant, offset, seed) until it is valid, logs every spoiled attempt
-    and collects the cells that could not be made valid."""
-
-    def __init__(self, out: Path, max_reruns: int) -> None:
-        self.max_reruns = max_reruns
-        self.spoiled = runs.RunLog(out / "spoiled_runs.csv", key=("experiment", "cell", "attempt"))
-        self.unresolved: list[str] = []
-
-    def run(
-        self,
-        experiment: str,
-        cell: str,
-        attempt: Callable[[int], dict],
-        lateness_limit_ms: float,
-    ) -> dict | None:
-        def log(row: dict, why: str, n: int) -> None:
-            print(f"spoiled: {experiment} {cell} attempt {n}: {why}", file=sys.stderr)
-            self.spoiled.append(
-                {"experiment": experiment, "cell": cell, "attempt": n, "reason": why, **row}
-            )
-
-        res = runs.run_cell(
-            attempt, lambda r: runs.judge(r, lateness_limit_ms), self.max_reruns, log
-        )
-        if res.row is None:
-            self.unresolved.append(
-                f"{experiment} {cell}: no valid run in {len(res.attempts)} attempts;"
-                f" last: {res.attempts[-1][1]}"
-            )
-        return res.row
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.smoke:
@@ -218,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     traces = out / "traces"
     traces.mkdir(exist_ok=True)
-    cells = Cells(out, args.max_reruns)
+    cells = runs.Cells(out, args.max_reruns)
     t_start = time.perf_counter()
     wall_before = old_meta.get("wall_s", 0.0)
 

@@ -30,6 +30,7 @@ from conformance import packets as rp
 from evaluation.hosts import wire
 from evaluation.hosts.dcqcn import ReactionPoint, Scaled
 from evaluation.hosts.losses import HostCounts, socket_drops
+from evaluation.hosts.netns import packet_socket
 
 ETH_P_IP = 0x0800
 PACKET_OUTGOING = 4
@@ -45,14 +46,21 @@ RT_PRIORITY = 20
 
 @dataclass(frozen=True)
 class Host:
-    """Host i sits behind switch port i: address 10.0.i.1, MAC 02:00:00:00:00:(i+1)."""
+    """One emulated host, keyed by `port`. On the one-switch testbed host i sits behind switch
+    port i: address 10.0.i.1, MAC 02:00:00:00:00:(i+1), its interface in this namespace. A
+    fabric host (symphony_tools/fabric.py) names its own address, MAC and namespace."""
 
     port: int
     ifname: str
+    ip: str = ""
+    mac: str = ""
+    netns: str | None = None  # its interface lives in this network namespace
 
     @property
     def endpoint(self) -> wire.Endpoint:
-        return wire.Endpoint(f"10.0.{self.port}.1", f"02:00:00:00:00:{self.port + 1:02x}")
+        return wire.Endpoint(
+            self.ip or f"10.0.{self.port}.1", self.mac or f"02:00:00:00:00:{self.port + 1:02x}"
+        )
 
 
 @dataclass
@@ -147,8 +155,7 @@ class Fabric:
     # -- set-up ---------------------------------------------------------------------------
     def open(self) -> None:
         for port, h in self.hosts.items():
-            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_IP))
-            s.bind((h.ifname, 0))
+            s = packet_socket(h.ifname, h.netns, ETH_P_IP)
             # FORCE: as root, past net.core.rmem_max (~200 frames by default), so a stall of
             # the loop never overflows a socket; what still overflows is counted (rx_drops).
             s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 64 << 20)

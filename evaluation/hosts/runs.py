@@ -14,6 +14,7 @@ import csv
 import json
 import math
 import shutil
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -213,3 +214,34 @@ def _diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> str:
         elif a != b:
             out.append(f"{prefix}{k}: {a} -> {b}")
     return ", ".join(out)
+
+
+class Cells:
+    """Runs each cell (one variant, offset, seed) until it is valid, logs every spoiled attempt
+    and collects the cells that could not be made valid."""
+
+    def __init__(self, out: Path, max_reruns: int) -> None:
+        self.max_reruns = max_reruns
+        self.spoiled = RunLog(out / "spoiled_runs.csv", key=("experiment", "cell", "attempt"))
+        self.unresolved: list[str] = []
+
+    def run(
+        self,
+        experiment: str,
+        cell: str,
+        attempt: Callable[[int], dict],
+        lateness_limit_ms: float,
+    ) -> dict | None:
+        def log(row: dict, why: str, n: int) -> None:
+            print(f"spoiled: {experiment} {cell} attempt {n}: {why}", file=sys.stderr)
+            self.spoiled.append(
+                {"experiment": experiment, "cell": cell, "attempt": n, "reason": why, **row}
+            )
+
+        res = run_cell(attempt, lambda r: judge(r, lateness_limit_ms), self.max_reruns, log)
+        if res.row is None:
+            self.unresolved.append(
+                f"{experiment} {cell}: no valid run in {len(res.attempts)} attempts;"
+                f" last: {res.attempts[-1][1]}"
+            )
+        return res.row

@@ -1,0 +1,579 @@
+"""The paper's Fig. 1 in real frames: ring all-reduces of DCQCN hosts across a bmv2 leaf-spine.
+
+    python -m evaluation.hosts.fabric_experiment                 # make experiment-fabric
+    python -m evaluation.hosts.fabric_experiment --seeds 1 --chunk 100    # a quick look
+
+The fabric (`symphony_tools.fabric`: leaves x spines, hosts in namespaces, every egress queue an
+emulated link) runs with the controller on its topology. Each run allocates a job by its hosts
+through the controller's API (the controller derives the switches) and runs the fabric
+simulator's collective (`evaluation.fabric.collectives.build_sends`: Astra-Sim's ring
+all-reduce, members on different leaves, the step in the UDP source port, so every step
+re-hashes onto a spine) on the emulated DCQCN hosts (`collective.py`). Per run: the collective's
+completion time (CCT), each switch's step overlap over time from its own registers (the
+controller's `Get`, sampled by a process of its own: `live_sampler.py`), the ECMP collisions
+(messages of different steps on one leaf uplink at once, each message's spine from the data
+plane's hash, `model/ecmp.py`), marks per switch, and every lost frame by place (`losses.py`).
+
+The same configuration runs in the fabric simulator (ecmp "switch": the same hash over the same
+addresses; the bmv2 hosts' DCQCN profile; the same queues and RED) at the real 10 Gb/s, its
+times converted to the emulated scale, so each CCT stands beside the kernel's prediction.
+Variants, reruns of spoiled runs and resuming work as in `python -m evaluation.hosts`
+(docs/experiments.md). Output under --out: runs.csv, sim.csv, spoiled_runs.csv, traces/, PNGs,
+summary.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import grpc
+from tqdm import tqdm
+
+from evaluation.fabric.collectives import build_sends, lockstep_bound_us
+from evaluation.fabric.config import FabricConfig
+from evaluation.fabric.sim import simulate
+from evaluation.hosts import experiments as ex
+from evaluation.hosts import runs
+from evaluation.hosts.collective import CollectiveRun, run_collective
+from evaluation.hosts.fabric_losses import loss_topology
+from evaluation.hosts.live_sampler import LiveSampler, Sample
+from evaluation.hosts.losses import LossMeter
+from evaluation.hosts.nic import RT_PRIORITY, Fabric, Host
+from evaluation.hosts.testbed import ROOT
+from symphony.api import symphony_pb2 as pb
+from symphony.model.params import JobParams
+from symphony_tools.daemon_process import ControllerProcess
+from symphony_tools.fabric import Bmv2Fabric, Topology, ip_int
+from symphony_tools.ports import free_port
+
+ROCE_DPORT = 4791
+UDP = 17
+HEADER_BYTES = 58  # Ethernet, IPv4, UDP, BTH, ICRC around each data packet's payload
+REAL_GBPS = 10.0  # the link the emulated time scale stands for (dcqcn.Scaled)
+RESULT_FILES = ("runs.csv", "sim.csv", "spoiled_runs.csv", "traces", "summary.md", "meta.json")
+
+
+@dataclass(frozen=True)
+class FabricSetup:
+    """What is fixed across the runs of one invocation (its settings.json)."""
+
+    leaves: int
+    spines: int
+    hosts_per_leaf: int
+    line_pps: float  # every emulated link: each egress queue and each host NIC
+    rings: int  # concurrent 1D rings of the one job (the simulator's "rings" topology)
+    chunk_packets: int  # packets per send (one step's message)
+    queue_depth: int
+    jitter_real_us: float  # root sends start uniformly in [0, jitter] (real time, scaled)
+    sample_ms: float  # how often the switches' registers are read while a run lasts
+    rt_priority: int = RT_PRIORITY
+    # bmv2 under the normal scheduler: four switches under SCHED_FIFO on two cores overflow
+    # their queues with no queue rate set (docs/experiments.md, Fabric: 3 hops 8,000 frames/s
+    # under SCHED_FIFO against 20,000 without)
+    switch_rt_priority: int = 0
+
+    @property
+    def topo(self) -> Topology:
+        return Topology(self.leaves, self.spines, self.hosts_per_leaf)
+
+    @property
+    def ex_setup(self) -> ex.Setup:
+        return ex.Setup(self.line_pps, rt_priority=self.rt_priority)
+
+    @property
+    def scale(self) -> float:
+        """Emulated seconds per real second of the 10 Gb/s link."""
+        return self.ex_setup.scaled().scale
+
+    def sim_config(self, variant: ex.Variant) -> FabricConfig:
+        """The simulator's configuration of this fabric, collective and variant."""
+        sym = variant.k > 0
+        return FabricConfig(
+            hosts=len(self.topo.hosts),
+            tors=self.leaves,
+            spines=self.spines,
+            rings=self.rings,
+            chunk_bytes=self.chunk_packets * ex.PAYLOAD,
+            link_gbps=REAL_GBPS,
+            mtu=ex.PAYLOAD + HEADER_BYTES,
+            header_bytes=HEADER_BYTES,
+            buffer_pkts=self.queue_depth,
+            pfc=False,
+            ecmp="switch",
+            host_addrs=tuple(ip_int(h.ip) for h in self.topo.hosts),
+            dcqcn="bmv2-hosts",
+            start_jitter_ns=round(self.jitter_real_us * 1000),
+            mode="symphony" if sym else "baseline",
+            symphony=JobParams(k=variant.k or 0.01, gate_depth=variant.gate_depth),
+            max_ms=1000.0,
+        ).validate()
+
+
+def settings_of(s: FabricSetup) -> dict[str, Any]:
+    return {**asdict(s), "dcqcn": s.ex_setup.dcqcn.__dict__}
+
+
+# -- one run on the fabric ---------------------------------------------------------------------
+def ecmp_collisions(topo: Topology, run: CollectiveRun) -> tuple[int, int]:
+    """(pairs, messages): pairs of messages of different steps on one leaf uplink at the same
+    time, and the messages that crossed the spine layer. Each message's spine is the one the
+    data plane's hash gives its 5-tuple (its step in the source port)."""
+    by_uplink: dict[tuple[int, int], list[tuple[float, float, int]]] = defaultdict(list)
+    crossing = 0
+    for m in run.messages:
+        src, dst = topo.hosts[m.src], topo.hosts[m.dst]
+        if src.leaf == dst.leaf or math.isnan(m.first_tx):
+            continue
+        crossing += 1
+        spine = topo.spine_for(src, dst, UDP, m.step & 0xFFFF, ROCE_DPORT)
+        end = m.last_rx if not math.isnan(m.last_rx) else math.inf
+        by_uplink[src.leaf, spine].append((m.first_tx, end, m.step))
+    pairs = sum(
+        1
+        for ms in by_uplink.values()
+        for a, b in combinations(ms, 2)
+        if a[2] != b[2] and a[0] < b[1] and b[0] < a[1]
+    )
+    return pairs, crossing
+
+
+def _switch_series(samples: list[Sample], t0: float) -> dict[str, list[tuple[float, int, int]]]:
+    """Per switch: (loop time, step overlap, marks) of each sample."""
+    out: dict[str, list[tuple[float, int, int]]] = defaultdict(list)
+    for t, sw, overlap, _smin, _smax, marks, _pk in samples:
+        out[sw].append((t - t0, overlap, marks))
+    return dict(out)
+
+
+class FabricBed:
+    """The fabric, its controller and the loss meter, for one invocation."""
+
+    def __init__(self, setup: FabricSetup, run_dir: Path) -> None:
+        self.setup = setup
+        self.fabric = Bmv2Fabric(setup.topo, run_dir=run_dir / "fabric", mtu=1500)
+        self.api = f"127.0.0.1:{free_port()}"
+        self.run_dir = run_dir
+        self.controller: ControllerProcess | None = None
+        self.meter: LossMeter | None = None
+        self.switch_realtime = False
+
+    def __enter__(self) -> FabricBed:
+        try:
+            self.fabric.start()
+            s = self.setup
+            for f in self.run_dir.glob("symphony.db*"):  # a fresh job store: WAL and SHM too
+                f.unlink()
+            cfg = self.fabric.write_config(
+                self.run_dir / "controller.toml",
+                api=self.api,
+                metrics=f"127.0.0.1:{free_port()}",
+                controller="reconcile_interval_s = 600\ntelemetry_interval_s = 600",
+            )
+            self.controller = ControllerProcess(cfg, self.api, self.run_dir / "controller.log")
+            self.controller.start()
+            self.controller.wait_ready([sw.name for sw in s.topo.switches])
+            self.fabric.set_queue_depth(s.queue_depth)
+            self.fabric.set_rates(s.line_pps)
+            self.switch_realtime = self.fabric.set_realtime(s.switch_rt_priority)
+            self.meter = LossMeter(loss_topology(s.topo))
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.meter is not None:
+            self.meter.close()
+            self.meter = None
+        if self.controller is not None:
+            self.controller.stop()
+            self.controller = None
+        self.fabric.stop()
+
+    def allocate(self, name: str, variant: ex.Variant) -> int:
+        """A tag-mode job of every host, its switches derived by the controller."""
+        assert self.controller is not None and self.controller.stub is not None
+        reply = self.controller.stub.Allocate(
+            pb.AllocateRequest(
+                request_key=name,
+                name=name,
+                mode="tag",
+                hosts=[h.name for h in self.setup.topo.hosts],
+                params=pb.Params(
+                    k=variant.k,
+                    gate_depth=variant.gate_depth,
+                    t_win_us=self.setup.ex_setup.t_win_us(),
+                ),
+            ),
+            timeout=30,
+        )
+        bad = [r for r in reply.switches if r.status != "installed"]
+        if reply.job.state != "active" or bad:
+            raise RuntimeError(f"allocate {name}: {bad}")
+        return reply.job.job_id
+
+    def job_switches(self, name: str) -> list[str]:
+        assert self.controller is not None and self.controller.stub is not None
+        return list(self.controller.stub.Get(pb.JobRef(job=name), timeout=30).job.switches)
+
+    def live(self, name: str) -> dict[str, pb.LiveState]:
+        assert self.controller is not None and self.controller.stub is not None
+        reply = self.controller.stub.Get(pb.JobRef(job=name), timeout=30)
+        return {live.switch: live for live in reply.live}
+
+    def release(self, name: str) -> None:
+        assert self.controller is not None and self.controller.stub is not None
+        try:
+            self.controller.stub.Release(pb.JobRef(job=name), timeout=30)
+        except grpc.RpcError as e:
+            print(f"release {name}: {e}", file=sys.stderr)
+
+
+def run_fabric_collective(
+    bed: FabricBed, variant: ex.Variant, seed: int, name: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One run: (its row, its trace: messages and the switches' overlap series)."""
+    s = bed.setup
+    topo = s.topo
+    cfg = s.sim_config(variant)
+    sends = build_sends(cfg)
+    p = s.ex_setup.scaled()
+    hosts = [Host(h.index, h.ifname, h.ip, h.mac, h.netns) for h in topo.hosts]
+    job = bed.allocate(name, variant)
+    switches = bed.job_switches(name)
+    fab = Fabric(hosts, p, payload=ex.PAYLOAD, seed=seed, rt_priority=s.rt_priority)
+    bound_s = lockstep_bound_us(cfg) * 1e-6 * s.scale
+    assert bed.meter is not None
+    try:
+        fab.open()
+        before = bed.meter.snapshot()
+        with LiveSampler(bed.api, name, s.sample_ms / 1000) as sampler:
+            run = run_collective(
+                fab,
+                sends,
+                host_key={h.index: h.index for h in topo.hosts},
+                packets_of=cfg.packets,
+                tag_of=lambda _job: job,
+                start_jitter_s=s.jitter_real_us * 1e-6 * s.scale,
+                seed=seed,
+                limit_s=6 * bound_s + 10,
+                stall_s=ex.STALL_S,
+            )
+        losses = bed.meter.settle(before, fab.drain, quiet_s=s.ex_setup.settle_quiet_s(s.line_pps))
+        live = bed.live(name)
+    finally:
+        fab.close()
+        bed.release(name)
+    series = _switch_series(sampler.samples, fab.t0)
+    intervals = [(m.first_tx, m.last_rx, m.step) for m in run.messages]
+    wire = ex.overlap_series(intervals, run.cct_s if run.complete else run.end_s)
+    pairs, crossing = ecmp_collisions(topo, run)
+    sent = sum(qp.sent for qp in run.qps)
+    received = sum(r.received for r in fab.receivers.values())
+    row: dict[str, Any] = {
+        "variant": variant.name,
+        "k": variant.k,
+        "gate_depth": variant.gate_depth,
+        "seed": seed,
+        "job_id": job,
+        "job_switches": " ".join(sorted(switches)),
+        "complete": run.complete,
+        "cct_s": run.cct_s,
+        "lockstep_bound_s": bound_s,
+        "wire_overlap_max": max((o for _t, o in wire), default=0),
+        "wire_overlap_mean": statistics.fmean(o for _t, o in wire) if wire else 0.0,
+        "ecmp_collisions": pairs,
+        "crossing_messages": crossing,
+        "sent": sent,
+        "received": received,
+        "lost": sent - received,
+        "ce": sum(r.ce for r in fab.receivers.values()),
+        "cnps": sum(r.cnps for r in fab.receivers.values()),
+        "symphony_marks": sum(v.marks for v in live.values()),
+        "queue_marks": sum(v.queue_marks for v in live.values()),
+        "samples": sum(len(v) for v in series.values()),
+        **losses.row(),
+        "send_errors": fab.send_errors,
+        "unexpected_frames": fab.unexpected,
+        "max_lag_ms": max((qp.max_lag for qp in fab.senders.values()), default=0.0) * 1e3,
+        "realtime": fab.realtime,
+        "switch_realtime": bed.switch_realtime,
+    }
+    for sw in topo.switches:
+        v = live.get(sw.name)
+        row[f"marks_{sw.name}"] = v.marks if v else 0
+        row[f"queue_marks_{sw.name}"] = v.queue_marks if v else 0
+        row[f"packets_{sw.name}"] = v.packets if v else 0
+        row[f"overlap_max_{sw.name}"] = max((o for _t, o, _m in series.get(sw.name, [])), default=0)
+    trace = {
+        "messages": [asdict(m) for m in run.messages],
+        "switches": series,
+        "wire_overlap": wire,
+    }
+    return row, trace
+
+
+# -- the simulator beside it -------------------------------------------------------------------
+def simulate_row(setup: FabricSetup, variant: ex.Variant, seed: int) -> dict[str, Any]:
+    cfg = setup.sim_config(variant)
+    r = simulate(cfg, seed)
+    to_s = 1e-6 * setup.scale
+    return {
+        "variant": variant.name,
+        "seed": seed,
+        "sim_cct_s": r.cct_us[0] * to_s,
+        "sim_lockstep_bound_s": r.lockstep_us * to_s,
+        "sim_overlap_max": r.max_overlap[0],
+        "sim_overlap_mean": r.mean_overlap[0],
+        "sim_symphony_marks": r.stats["symphony_marks"],
+        "sim_queue_marks": r.stats["queue_marks"],
+        "sim_dropped": r.stats["dropped"],
+    }
+
+
+# -- report ------------------------------------------------------------------------------------
+def _median(xs: list[float]) -> float:
+    xs = [x for x in xs if not math.isnan(x)]
+    return statistics.median(xs) if xs else float("nan")
+
+
+def _f(row: dict[str, Any], key: str) -> float:
+    v = row.get(key, "")
+    return float(v) if v not in ("", None) else float("nan")
+
+
+def summary(out: Path, setup: FabricSetup, meta: dict[str, Any]) -> str:
+    rows = runs.read_rows(out / "runs.csv")
+    sims = runs.read_rows(out / "sim.csv")
+    names = [sw.name for sw in setup.topo.switches]
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    base = _median([_f(r, "cct_s") for r in rows if r["variant"] == "baseline"])
+    sim_base = _median([_f(r, "sim_cct_s") for r in sims if r["variant"] == "baseline"])
+    lines = [
+        "# The fabric experiment: ring all-reduce across a bmv2 leaf-spine",
+        "",
+        f"Command: `{meta.get('command', '')}`; started {meta.get('started', '')}; seeds "
+        f"{meta.get('seeds')}; fabric {setup.topo.spec} (leaves x spines x hosts per leaf), "
+        f"{setup.rings} ring(s), {setup.chunk_packets} packets per step, links "
+        f"{setup.line_pps:g} packets/s (time scale x{setup.scale:.0f} of 10 Gb/s), queues "
+        f"{setup.queue_depth} packets.",
+        "",
+        "CCT: median over seeds, emulated seconds; the simulator's the same configuration and "
+        "seeds (ecmp `switch`, the bmv2 hosts' DCQCN profile), scaled to emulated seconds.",
+        "",
+        "| variant | runs | CCT bmv2 | vs baseline | CCT simulator | vs baseline | lockstep bound "
+        "| max overlap (wire) | "
+        + " | ".join(f"max overlap {n}" for n in names)
+        + " | ECMP collisions | Symphony marks | "
+        + " | ".join(f"marks {n}" for n in names)
+        + " | queue marks | lost in queues | lost by harness | reruns |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|"
+        + "---:|" * len(names)
+        + "---:|---:|"
+        + "---:|" * len(names)
+        + "---:|---:|---:|---:|",
+    ]
+    for v in variants:
+        rs = [r for r in rows if r["variant"] == v]
+        ss = [r for r in sims if r["variant"] == v]
+        cct = _median([_f(r, "cct_s") for r in rs])
+        scct = _median([_f(r, "sim_cct_s") for r in ss])
+
+        def med(key: str, rs: list[dict[str, Any]] = rs) -> float:
+            return _median([_f(r, key) for r in rs])
+
+        harness = sum(
+            int(_f(r, k))
+            for r in rs
+            for k in r
+            if k.startswith("lost_") and k not in ("lost_queue", "lost_unattributed") and r[k]
+        )
+        lines.append(
+            f"| {v} | {len(rs)} | {cct:.3f} s | {(cct / base - 1) * 100:+.1f} % | "
+            f"{scct:.3f} s | {(scct / sim_base - 1) * 100:+.1f} % | "
+            f"{med('lockstep_bound_s'):.3f} s | {med('wire_overlap_max'):.0f} | "
+            + " | ".join(f"{med(f'overlap_max_{n}'):.0f}" for n in names)
+            + f" | {med('ecmp_collisions'):.0f} | {med('symphony_marks'):.0f} | "
+            + " | ".join(f"{med(f'marks_{n}'):.0f}" for n in names)
+            + f" | {med('queue_marks'):.0f} | {sum(int(_f(r, 'lost_queue') or 0) for r in rs)} | "
+            f"{harness} | {sum(int(_f(r, 'reruns') or 0) for r in rs)} |"
+        )
+    lines += [
+        "",
+        "Max overlap (wire): the most distinct steps whose messages were on the wire at once "
+        "(first frame sent to last frame received), as the simulator counts it. Max overlap "
+        "per switch: the most `step_max - step_min + 1` the switch's own registers showed in a "
+        f"window, sampled every {setup.sample_ms:g} ms through the controller. ECMP collisions: "
+        "pairs of messages of different steps on one leaf uplink at the same time. Per seed: "
+        "runs.csv and sim.csv; where each lost frame went: the lost_* columns.",
+    ]
+    text = "\n".join(lines) + "\n"
+    (out / "summary.md").write_text(text)
+    return text
+
+
+def plots(out: Path, setup: FabricSetup) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = runs.read_rows(out / "runs.csv")
+    sims = runs.read_rows(out / "sim.csv")
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    names = [sw.name for sw in setup.topo.switches]
+    fig, axes = plt.subplots(len(names), 1, figsize=(9, 2.2 * len(names)), sharex=True)
+    for ax, sw in zip(axes, names, strict=True):
+        for v in variants:
+            path = out / "traces" / f"{v}-seed{min(int(r['seed']) for r in rows)}.json"
+            if not path.is_file():
+                continue
+            series = json.loads(path.read_text())["switches"].get(sw, [])
+            if series:
+                ax.step([t for t, _o, _m in series], [o for _t, o, _m in series], label=v)
+        ax.set_ylabel(f"{sw}\noverlap")
+    axes[0].legend(loc="upper right", fontsize=8)
+    axes[-1].set_xlabel("time since the run started (emulated s)")
+    fig.suptitle("Step overlap per switch, from its registers (first seed)")
+    fig.tight_layout()
+    fig.savefig(out / "overlap_per_switch.png", dpi=110)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    for i, v in enumerate(variants):
+        b = [_f(r, "cct_s") for r in rows if r["variant"] == v]
+        s = [_f(r, "sim_cct_s") for r in sims if r["variant"] == v]
+        ax.scatter([i - 0.1] * len(b), b, color="C0", label="bmv2" if i == 0 else None)
+        ax.scatter(
+            [i + 0.1] * len(s), s, color="C1", marker="x", label="simulator" if i == 0 else None
+        )
+    ax.set_xticks(range(len(variants)), variants)
+    ax.set_ylabel("CCT (emulated s)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "cct_per_variant.png", dpi=110)
+    plt.close(fig)
+
+
+# -- the command -------------------------------------------------------------------------------
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m evaluation.hosts.fabric_experiment", description=__doc__.split("\n")[0]
+    )
+    p.add_argument("--out", type=Path, default=ROOT / "build/experiments-fabric")
+    p.add_argument("--leaves", type=int, default=2)
+    p.add_argument("--spines", type=int, default=2)
+    p.add_argument("--hosts-per-leaf", type=int, default=2)
+    p.add_argument("--rings", type=int, default=1, help="concurrent 1D rings of the job")
+    p.add_argument("--chunk", type=int, default=500, help="packets per step (one message)")
+    p.add_argument(
+        "--line-pps",
+        type=float,
+        default=2000.0,
+        help="emulated link rate, packets/s (docs/experiments.md, Fabric: measured headroom)",
+    )
+    p.add_argument("--queue-depth", type=int, default=1000)
+    p.add_argument("--jitter-us", type=float, default=2.0, help="start jitter, real us (scaled)")
+    p.add_argument("--sample-ms", type=float, default=50.0, help="register sampling period")
+    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--first-seed", type=int, default=100, help="seeds no choice was made on")
+    p.add_argument("--ks", default="0.01", help="the paper's policy at these k")
+    p.add_argument("--gates", default="8/0.001", help="gated variants GATE/K (the shipped one)")
+    p.add_argument("--max-reruns", type=int, default=3)
+    p.add_argument("--no-sim", action="store_true", help="skip the simulator's runs")
+    p.add_argument("--fresh", action="store_true", help="discard the runs already in --out")
+    p.add_argument("--report", action="store_true", help="only rewrite summary.md and PNGs")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    setup = FabricSetup(
+        leaves=args.leaves,
+        spines=args.spines,
+        hosts_per_leaf=args.hosts_per_leaf,
+        line_pps=args.line_pps,
+        rings=args.rings,
+        chunk_packets=args.chunk,
+        queue_depth=args.queue_depth,
+        jitter_real_us=args.jitter_us,
+        sample_ms=args.sample_ms,
+    )
+    setup.sim_config(ex.BASELINE)  # a bad size fails here, before any switch starts
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    meta_path = out / "meta.json"
+    if args.report:
+        print(summary(out, setup, json.loads(meta_path.read_text())))
+        plots(out, setup)
+        return 0
+    try:
+        note = runs.open_results(out, settings_of(setup), fresh=args.fresh, files=RESULT_FILES)
+    except runs.SettingsChanged as e:
+        print(f"fabric_experiment: {e}", file=sys.stderr)
+        return 2
+    print(f"fabric_experiment: {note}", file=sys.stderr)
+    variants = ex.variants([float(k) for k in args.ks.split(",") if k], ex.parse_gates(args.gates))
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    old = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    meta = {
+        "command": " ".join(["python -m evaluation.hosts.fabric_experiment", *sys.argv[1:]]),
+        "started": old.get("started", time.strftime("%Y-%m-%d %H:%M:%S")),
+        "seeds": seeds,
+        "variants": [v.name for v in variants],
+        "wall_s": float(old.get("wall_s", 0.0)),
+    }
+    t_start = time.monotonic()
+    log = runs.RunLog(out / "runs.csv", key=("variant", "seed"))
+    simlog = runs.RunLog(out / "sim.csv", key=("variant", "seed"))
+    (out / "traces").mkdir(exist_ok=True)
+    if not args.no_sim:
+        for v in tqdm(variants, desc="simulator", file=sys.stderr):
+            for seed in seeds:
+                if not simlog.done(variant=v.name, seed=seed):
+                    simlog.append(simulate_row(setup, v, seed))
+    cells = runs.Cells(out, args.max_reruns)
+    todo = [(v, s) for s in seeds for v in variants if not log.done(variant=v.name, seed=s)]
+    lateness = setup.ex_setup.lateness_limit_ms()
+    if todo:
+        with FabricBed(setup, ROOT / "run/fabric-exp") as bed:
+            for v, seed in tqdm(todo, desc="bmv2 fabric runs", file=sys.stderr):
+                traces: dict[int, dict[str, Any]] = {}
+
+                def attempt(
+                    n: int,
+                    v: ex.Variant = v,
+                    seed: int = seed,
+                    traces: dict[int, dict[str, Any]] = traces,
+                ) -> dict[str, Any]:
+                    row, traces[n] = run_fabric_collective(
+                        bed, v, seed, f"fab-{v.name}-{seed}-{n}".replace("=", "")
+                    )
+                    return row
+
+                row = cells.run("fabric", f"{v.name} seed {seed}", attempt, lateness)
+                if row is not None:
+                    log.append(row)
+                    trace = traces[int(row["reruns"])]
+                    (out / "traces" / f"{v.name}-seed{seed}.json").write_text(json.dumps(trace))
+                meta["wall_s"] = float(old.get("wall_s", 0.0)) + time.monotonic() - t_start
+                meta_path.write_text(json.dumps(meta, indent=2))
+    print(summary(out, setup, meta))
+    plots(out, setup)
+    for problem in cells.unresolved:
+        print(f"PROBLEM: {problem}", file=sys.stderr)
+    return 1 if cells.unresolved else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
