@@ -14,7 +14,7 @@ P4C_BMV2 ?= p4c-bm2-ss
 P4C ?= p4c
 CONFIG ?= examples/bmv2.toml
 
-.PHONY: help setup build run fabric stop controller test unit ptf fuzz lint tofino2 bench experiment experiment-long evaluation shell clean
+.PHONY: help setup build run fabric stop controller test unit ptf fuzz lint tofino2 bench experiment experiment-long experiment-fabric evaluation shell clean
 
 help:
 	@echo "make setup     Python environment in $(VENV) (the runtime, symphony-tools and the dev tools)"
@@ -32,6 +32,7 @@ help:
 	@echo "make experiment closed loop on bmv2 (DCQCN hosts, Fig. 9 and a ring) -> $(BUILD)/experiments/"
 	@echo "               (resumes an interrupted run; EXPERIMENT_ARGS=--fresh starts over)"
 	@echo "make experiment-long  Fig. 9 with 10x longer flows (~10 min) -> $(BUILD)/experiments-long/"
+	@echo "make experiment-fabric ring all-reduces across the bmv2 leaf-spine -> $(BUILD)/experiments-fabric*/"
 	@echo "make evaluation  fabric simulator: every scenario, CSV + PNG -> $(BUILD)/evaluation/"
 	@echo "make shell     p4runtime-shell against the running switch (its own environment)"
 
@@ -118,6 +119,16 @@ experiment-long: setup build
 	$(PY) -m evaluation.hosts --only pair --offsets 0.5 --ks 0.01 --gates 8/0.001 --reps 2 \
 		--line-pps 4000 --flow-packets 100000 --queue-depth 10000 \
 		--out $(BUILD)/experiments-long $(EXPERIMENT_ARGS)
+
+# The paper's Fig. 1 in real frames (evaluation/hosts/fabric_experiment.py): ring all-reduces
+# across the bmv2 leaf-spine, baseline / the paper's policy / the shipped one, on held-out seeds,
+# the simulator's same configuration beside each; 2x2x2 (one ring of 4, 2,000 packets/s) and
+# 2x2x4 (two rings of 4 sharing the uplinks; 1,000 packets/s: eight hosts in one loop).
+# Starts and stops its own fabric and controller; needs root. Resumes where it stopped.
+experiment-fabric: setup build
+	$(PY) -m evaluation.hosts.fabric_experiment --out $(BUILD)/experiments-fabric $(EXPERIMENT_ARGS)
+	$(PY) -m evaluation.hosts.fabric_experiment --hosts-per-leaf 4 --rings 2 --line-pps 1000 \
+		--out $(BUILD)/experiments-fabric-8 $(EXPERIMENT_ARGS)
 
 evaluation: setup
 	@mkdir -p $(BUILD)/evaluation

@@ -1,0 +1,65 @@
+"""The fabric experiment's bookkeeping without switches: the simulator's configuration of the
+bmv2 fabric, and ECMP collisions from the data plane's hash."""
+
+from __future__ import annotations
+
+from evaluation.fabric.collectives import build_sends
+from evaluation.hosts import experiments as ex
+from evaluation.hosts import fabric_experiment as fx
+from evaluation.hosts.collective import CollectiveRun, Message
+from symphony.model.ecmp import next_hop
+from symphony_tools.fabric import ip_int
+
+SETUP = fx.FabricSetup(
+    leaves=2,
+    spines=2,
+    hosts_per_leaf=2,
+    line_pps=2000.0,
+    rings=1,
+    chunk_packets=100,
+    queue_depth=1000,
+    jitter_real_us=2.0,
+    sample_ms=50.0,
+)
+
+
+def test_the_simulator_runs_the_fabrics_hosts_addresses_and_hash() -> None:
+    cfg = SETUP.sim_config(ex.Variant("gate8", 0.001, 8))
+    assert (cfg.hosts, cfg.tors, cfg.spines, cfg.ecmp) == (4, 2, 2, "switch")
+    assert cfg.host_addrs == tuple(ip_int(h.ip) for h in SETUP.topo.hosts)
+    assert cfg.mode == "symphony" and cfg.symphony.gate_depth == 8
+    assert SETUP.sim_config(ex.BASELINE).mode == "baseline"
+    assert cfg.packets(cfg.chunk_bytes) == 100  # one packet per 1024 B of payload, as the hosts
+    sends = build_sends(cfg)
+    assert len(sends.src) == 4 * 6  # 4 members, 2(n-1) steps each
+
+
+def _msg(f: int, src: int, dst: int, step: int, a: float, b: float) -> Message:
+    return Message(f, src, dst, step, a, b, 10, 10)
+
+
+def test_collisions_count_different_steps_on_one_uplink_at_once() -> None:
+    topo = SETUP.topo
+    h = topo.hosts  # h0, h1 on leaf0; h2, h3 on leaf1
+
+    def spine(src: int, step: int) -> int:
+        up = next_hop(topo.uplinks, ip_int(h[src].ip), ip_int(h[2].ip), 17, step, 4791)
+        return up - topo.hosts_per_leaf
+
+    # two steps from leaf0 to h2 that hash to the same spine, overlapping in time
+    same = next(s for s in range(1, 64) if spine(1, s) == spine(1, 0))
+    other = next(s for s in range(1, 64) if spine(1, s) != spine(1, 0))
+    run = CollectiveRun(
+        True,
+        3.0,
+        3.0,
+        [
+            _msg(0, 1, 2, 0, 0.0, 2.0),
+            _msg(1, 1, 2, same, 1.0, 3.0),  # collides with message 0
+            _msg(2, 1, 2, other, 1.0, 3.0),  # the other spine
+            _msg(3, 0, 1, same, 1.0, 3.0),  # inside leaf0: no uplink
+            _msg(4, 1, 2, same, 2.5, 3.0),  # after message 0; same step as message 1
+        ],
+        [],
+    )
+    assert fx.ecmp_collisions(topo, run) == (1, 4)
