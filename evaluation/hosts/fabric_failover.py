@@ -1,0 +1,184 @@
+"""A spine lost mid-traffic and back (issue 31, item 5): how long the controller takes to route
+around it, how long to put it back, and what is lost in between.
+
+    .venv/bin/python -m evaluation.hosts.fabric_failover [--pps 1000] [--kill-at 3] [--down 5]
+
+The 2 x 2 x 2 bmv2 fabric and the controller daemon (its own run directory under
+build/fabric-failover/), a tag-mode job allocated by all 4 hosts, and a steady stream h0 -> h2
+(leaf0 -> leaf1) of one RoCEv2 frame after another over 16 flows, one per ECMP bucket (the UDP
+source port, the step in tag mode, chosen per bucket: fabric_probe.bucket_sports), so half the
+flows hash to each spine. spine0's process is SIGKILLed at --kill-at seconds and restarted
+(bmv2_env/start.sh) --down seconds later. Measured:
+
+- reroute: kill -> the first frame of a spine0 flow that arrives again (through spine1), and the
+  frames lost in between (each frame's path from the hash: where it was lost);
+- restore: restart -> the controller reports spine0 ready, and -> the first frame entering
+  spine0 from leaf0 again (its veth counter, sampled every 10 ms);
+- every table entry of every switch before the kill and after the return (P4Runtime reads):
+  equal, i.e. the job's entries and the routes are all back; the job's live state readable on
+  every switch (the controller's Get).
+
+No egress rate limit (bmv2's unlimited queues): --pps is far below what 3 hops carry, so every
+loss is the spine's. docs/experiments.md, "Fabric" -> "A spine lost", has the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import threading
+import time
+
+from evaluation.hosts.fabric_probe import Prober, bucket_sports, rx_packets, table_entries
+from symphony.api import symphony_pb2 as pb
+from symphony_tools.daemon_process import ControllerProcess
+from symphony_tools.fabric import ROCE_DPORT, Bmv2Fabric, Topology
+from symphony_tools.ports import free_port
+from symphony_tools.testbed import REPO
+
+OUT = REPO / "build/fabric-failover"
+
+
+def run(pps: float, kill_at: float, down: float, tail: float) -> dict[str, object]:
+    topo = Topology(2, 2, 2)
+    fabric = Bmv2Fabric(topo, OUT / "run")
+    api = f"127.0.0.1:{free_port()}"
+    fabric.start()
+    controller = ControllerProcess(
+        fabric.write_config(
+            OUT / "controller.toml",
+            api=api,
+            metrics=f"127.0.0.1:{free_port()}",
+            controller="reconcile_interval_s = 600\ntelemetry_interval_s = 600",
+        ),
+        api,
+        OUT / "controller.log",
+    )
+    for f in OUT.glob("symphony.db*"):
+        f.unlink()
+    try:
+        controller.start()
+        controller.wait_ready([s.name for s in topo.switches])
+        stub = controller.stub
+        assert stub is not None
+        reply = stub.Allocate(
+            pb.AllocateRequest(
+                request_key="ring", name="ring", mode="tag", hosts=[h.name for h in topo.hosts]
+            ),
+            timeout=30,
+        )
+        assert reply.job.state == "active", reply
+        src, dst = topo.host("h0"), topo.host("h2")
+        sports = [v[0] for v in bucket_sports(src, dst).values()]
+        spine_of = {s: topo.spine_for(src, dst, 17, s, ROCE_DPORT) for s in sports}
+        before = {sw.name: table_entries(sw.grpc_addr) for sw in topo.switches}
+        probe = Prober(fabric, src, dst)
+        probe.rx.setblocking(True)
+        sent: list[tuple[float, int]] = []  # (time, sport), index = PSN
+        arrived: dict[int, float] = {}  # PSN -> arrival time
+        stop = threading.Event()
+
+        def receive() -> None:
+            while not stop.is_set():
+                if not select.select([probe.rx], [], [], 0.1)[0]:
+                    continue
+                data = probe.rx.recv(65535)
+                if data[36:38] == ROCE_DPORT.to_bytes(2, "big"):
+                    arrived[int.from_bytes(data[51:54], "big")] = time.monotonic()
+
+        rx_thread = threading.Thread(target=receive, daemon=True)
+        rx_thread.start()
+        s0 = topo.spine_if(0, src.leaf)
+        s0_seen: list[tuple[float, int]] = []
+        t0 = time.monotonic()
+        t_kill = t_restart = t_ready = None
+        period = 1.0 / pps
+        i = 0
+        while True:
+            now = time.monotonic() - t0
+            if now >= kill_at + down + tail:
+                break
+            if t_kill is None and now >= kill_at:
+                fabric.kill("spine0")
+                t_kill = time.monotonic()
+            if t_kill is not None and t_restart is None and now >= kill_at + down:
+                fabric.restart("spine0")
+                t_restart = time.monotonic()
+            if t_restart is not None and t_ready is None and i % 50 == 0:
+                st = stub.SwitchStatus(pb.SwitchStatusRequest(), timeout=5)
+                if {s.name: s.state for s in st.switches}["spine0"] == "ready":
+                    t_ready = time.monotonic()
+            if i % 10 == 0:
+                s0_seen.append((time.monotonic(), rx_packets(s0)))
+            sport = sports[i % len(sports)]
+            sent.append((time.monotonic(), sport))
+            probe.send(sport)
+            i += 1
+            time.sleep(max(0.0, t0 + i * period - time.monotonic()))
+        time.sleep(1.0)
+        stop.set()
+        rx_thread.join()
+        probe.close()
+        assert t_kill is not None and t_restart is not None
+        after = {sw.name: table_entries(sw.grpc_addr) for sw in topo.switches}
+        live = stub.Get(pb.JobRef(job="ring"), timeout=30).live
+        lost = [psn for psn in range(len(sent)) if psn not in arrived]
+        lost_spine = {j: sum(spine_of[sent[p][1]] == j for p in lost) for j in (0, 1)}
+        back = [
+            sent[p][0]
+            for p in range(len(sent))
+            if p in arrived and sent[p][0] > t_kill and spine_of[sent[p][1]] == 0
+        ]
+        t_rerouted = min(back) if back else None
+        # spine0 carries again: its port from leaf0 counts frames after the restart (frames
+        # sent to it while dead count too, so the first rise after the restart).
+        base = next((c for t, c in s0_seen if t >= t_restart), None)
+        t_carries = next(
+            (t for t, c in s0_seen if t >= t_restart and base is not None and c > base), None
+        )
+        return {
+            "pps": pps,
+            "frames sent": len(sent),
+            "frames lost": len(lost),
+            "lost by spine (hash)": lost_spine,
+            "lost after restart": sum(sent[p][0] >= t_restart for p in lost),
+            "reroute s (kill -> a spine0 flow arrives via spine1)": (
+                None if t_rerouted is None else round(t_rerouted - t_kill, 3)
+            ),
+            "restore s (restart -> controller: spine0 ready)": (
+                None if t_ready is None else round(t_ready - t_restart, 3)
+            ),
+            "restore s (restart -> frames enter spine0 again)": (
+                None if t_carries is None else round(t_carries - t_restart, 3)
+            ),
+            "switches whose entries differ after": [n for n in before if before[n] != after[n]],
+            "table entries per switch after": {
+                n: sum(len(v) for v in t.values()) for n, t in after.items()
+            },
+            "live state available on": sorted(x.switch for x in live if x.available),
+            "load average": os.getloadavg(),
+        }
+    finally:
+        controller.stop()
+        fabric.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m evaluation.hosts.fabric_failover")
+    ap.add_argument("--pps", type=float, default=1000.0, help="frames/s h0 -> h2")
+    ap.add_argument("--kill-at", type=float, default=3.0, help="s after the start")
+    ap.add_argument("--down", type=float, default=5.0, help="s from the kill to the restart")
+    ap.add_argument("--tail", type=float, default=8.0, help="s of traffic after the restart")
+    args = ap.parse_args(argv)
+    OUT.mkdir(parents=True, exist_ok=True)
+    result = run(args.pps, args.kill_at, args.down, args.tail)
+    width = max(len(k) for k in result)
+    for k, v in result.items():
+        print(f"{k:{width}}  {v}")
+    (OUT / "result.txt").write_text("\n".join(f"{k}: {v}" for k, v in result.items()) + "\n")
+    return 0 if not result["switches whose entries differ after"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
