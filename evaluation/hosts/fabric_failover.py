@@ -91,21 +91,26 @@ def run(pps: float, kill_at: float, down: float, tail: float) -> dict[str, objec
         rx_thread.start()
         s0 = topo.spine_if(0, src.leaf)
         s0_seen: list[tuple[float, int]] = []
-        t0 = time.monotonic()
         t_kill = t_restart = t_ready = None
+        # The kill and the restart in a thread of their own: the stream goes on meanwhile
+        # (kill() waits for the process to be gone, restart() for the switch to answer).
+        events: dict[str, float] = {}
+
+        def chaos() -> None:
+            time.sleep(kill_at)
+            events["kill"] = time.monotonic()
+            fabric.kill("spine0")
+            time.sleep(max(0.0, events["kill"] + down - time.monotonic()))
+            events["restart"] = time.monotonic()
+            fabric.restart("spine0")
+
+        chaos_thread = threading.Thread(target=chaos, daemon=True)
+        t0 = time.monotonic()
+        chaos_thread.start()
         period = 1.0 / pps
         i = 0
-        while True:
-            now = time.monotonic() - t0
-            if now >= kill_at + down + tail:
-                break
-            if t_kill is None and now >= kill_at:
-                fabric.kill("spine0")
-                t_kill = time.monotonic()
-            if t_kill is not None and t_restart is None and now >= kill_at + down:
-                fabric.restart("spine0")
-                t_restart = time.monotonic()
-            if t_restart is not None and t_ready is None and i % 50 == 0:
+        while time.monotonic() - t0 < kill_at + down + tail:
+            if "restart" in events and t_ready is None and i % 20 == 0:
                 st = stub.SwitchStatus(pb.SwitchStatusRequest(), timeout=5)
                 if {s.name: s.state for s in st.switches}["spine0"] == "ready":
                     t_ready = time.monotonic()
@@ -115,12 +120,14 @@ def run(pps: float, kill_at: float, down: float, tail: float) -> dict[str, objec
             sent.append((time.monotonic(), sport))
             probe.send(sport)
             i += 1
-            time.sleep(max(0.0, t0 + i * period - time.monotonic()))
+            # Paced, without catching up in a burst after a stall.
+            time.sleep(max(0.0, sent[-1][0] + period - time.monotonic()))
+        chaos_thread.join()
+        t_kill, t_restart = events["kill"], events["restart"]
         time.sleep(1.0)
         stop.set()
         rx_thread.join()
         probe.close()
-        assert t_kill is not None and t_restart is not None
         after = {sw.name: table_entries(sw.grpc_addr) for sw in topo.switches}
         live = stub.Get(pb.JobRef(job="ring"), timeout=30).live
         lost = [psn for psn in range(len(sent)) if psn not in arrived]
@@ -140,9 +147,15 @@ def run(pps: float, kill_at: float, down: float, tail: float) -> dict[str, objec
         return {
             "pps": pps,
             "frames sent": len(sent),
+            "achieved frames/s": round(len(sent) / (sent[-1][0] - sent[0][0])),
             "frames lost": len(lost),
             "lost by spine (hash)": lost_spine,
             "lost after restart": sum(sent[p][0] >= t_restart for p in lost),
+            "lost frames sent (s after the kill)": (
+                (round(sent[lost[0]][0] - t_kill, 3), round(sent[lost[-1]][0] - t_kill, 3))
+                if lost
+                else None
+            ),
             "reroute s (kill -> a spine0 flow arrives via spine1)": (
                 None if t_rerouted is None else round(t_rerouted - t_kill, 3)
             ),
