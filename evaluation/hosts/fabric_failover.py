@@ -30,7 +30,12 @@ import select
 import threading
 import time
 
+from evaluation.fabric.collectives import build_sends
+from evaluation.hosts import experiments as ex
+from evaluation.hosts import fabric_experiment as fx
+from evaluation.hosts.collective import run_collective
 from evaluation.hosts.fabric_probe import Prober, bucket_sports, rx_packets, table_entries
+from evaluation.hosts.nic import Fabric, Host
 from symphony.api import symphony_pb2 as pb
 from symphony_tools.daemon_process import ControllerProcess
 from symphony_tools.fabric import ROCE_DPORT, Bmv2Fabric, Topology
@@ -177,14 +182,130 @@ def run(pps: float, kill_at: float, down: float, tail: float) -> dict[str, objec
         fabric.stop()
 
 
+def run_ring(
+    *, kill_at: float | None, down: float, chunk: int, rto_s: float, seed: int = 100
+) -> dict[str, object]:
+    """The fabric experiment's ring all-reduce (4 hosts, 2 leaves: build_sends of its
+    FabricSetup) on the DCQCN hosts with go-back-N retransmission (nic.Fabric rto_s), spine0
+    SIGKILLed `kill_at` s into the run and restarted `down` s later (its queue rate and depth set
+    again once the controller has it ready); None: no kill, the reference."""
+    setup = fx.FabricSetup(
+        leaves=2,
+        spines=2,
+        hosts_per_leaf=2,
+        line_pps=2000.0,
+        rings=1,
+        chunk_packets=chunk,
+        queue_depth=1000,
+        jitter_real_us=2.0,
+        sample_ms=50.0,
+    )
+    topo = setup.topo
+    name = f"ring-{'kill' if kill_at is not None else 'ref'}"
+    with fx.FabricBed(setup, OUT / name) as bed:
+        cfg = setup.sim_config(ex.BASELINE)
+        sends = build_sends(cfg)
+        job = bed.allocate(name, ex.BASELINE)
+        hosts = [Host(h.index, h.ifname, h.ip, h.mac, h.netns) for h in topo.hosts]
+        fab = Fabric(
+            hosts,
+            setup.ex_setup.scaled(),
+            payload=ex.PAYLOAD,
+            seed=seed,
+            rt_priority=setup.rt_priority,
+            rto_s=rto_s,
+        )
+        events: dict[str, float] = {}
+
+        def chaos() -> None:
+            assert kill_at is not None and bed.controller is not None
+            while fab.t0 == 0.0:
+                time.sleep(0.005)
+            time.sleep(kill_at)
+            events["kill"] = fab.now()
+            bed.fabric.kill("spine0")
+            time.sleep(down)
+            events["restart"] = fab.now()
+            bed.fabric.restart("spine0")
+            bed.controller.wait_ready(["spine0"], timeout_s=60)
+            events["ready"] = fab.now()
+            t = bed.fabric.thrift("spine0")
+            t.set_queue_depth(setup.queue_depth)
+            t.set_queue_rate(round(setup.line_pps))
+
+        thread = threading.Thread(target=chaos, daemon=True)
+        try:
+            fab.open()
+            if kill_at is not None:
+                thread.start()
+            run = run_collective(
+                fab,
+                sends,
+                host_key={h.index: h.index for h in topo.hosts},
+                packets_of=cfg.packets,
+                tag_of=lambda _job: job,
+                start_jitter_s=setup.jitter_real_us * 1e-6 * setup.scale,
+                seed=seed,
+                limit_s=120.0,
+                stall_s=max(ex.STALL_S, 4 * rto_s),
+            )
+            if kill_at is not None:
+                thread.join()
+            fab.drain()
+            after = {sw.name: table_entries(sw.grpc_addr) for sw in topo.switches}
+            live = bed.live(name)
+        finally:
+            fab.close()
+        qps = list(fab.senders.values())
+        rxs = list(fab.receivers.values())
+        sent = sum(q.sent for q in qps)
+        taken = sum(r.received for r in rxs)
+        ooo = sum(r.out_of_order for r in rxs)
+        return {
+            "run": name,
+            "complete": run.complete,
+            "cct s": round(run.cct_s, 3),
+            "kill / restart / ready at s": (
+                tuple(round(events[k], 3) for k in ("kill", "restart", "ready")) if events else None
+            ),
+            "frames sent (with resent)": sent,
+            "frames resent": sum(q.resent for q in qps),
+            "go-back-N rewinds": sum(q.retransmits for q in qps),
+            "frames taken": taken,
+            "discarded after a gap": ooo,
+            "lost on the way": sent - taken - ooo,
+            "entries per switch after": {
+                n: sum(len(v) for v in t.values()) for n, t in after.items()
+            },
+            "live state available on": sorted(x.switch for x in live.values() if x.available),
+            "load average": tuple(round(x, 2) for x in os.getloadavg()),
+        }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m evaluation.hosts.fabric_failover")
     ap.add_argument("--pps", type=float, default=1000.0, help="frames/s h0 -> h2")
     ap.add_argument("--kill-at", type=float, default=3.0, help="s after the start")
     ap.add_argument("--down", type=float, default=5.0, help="s from the kill to the restart")
     ap.add_argument("--tail", type=float, default=8.0, help="s of traffic after the restart")
+    ap.add_argument(
+        "--ring",
+        action="store_true",
+        help="the ring all-reduce with retransmission instead of the probe stream",
+    )
+    ap.add_argument("--chunk", type=int, default=2000, help="--ring: packets per step")
+    ap.add_argument("--rto-ms", type=float, default=100.0, help="--ring: go-back-N timeout")
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
+    if args.ring:
+        rows = [
+            run_ring(kill_at=k, down=args.down, chunk=args.chunk, rto_s=args.rto_ms / 1000)
+            for k in (None, args.kill_at)
+        ]
+        text = "\n\n".join("\n".join(f"{k:28}  {v}" for k, v in r.items()) for r in rows)
+        print(text)
+        (OUT / "ring.txt").write_text(text + "\n")
+        return 0 if all(r["complete"] for r in rows) else 1
     result = run(args.pps, args.kill_at, args.down, args.tail)
     width = max(len(k) for k in result)
     for k, v in result.items():
