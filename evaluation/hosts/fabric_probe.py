@@ -148,3 +148,18 @@ def table_ids(p4info_path: Path) -> dict[str, int]:
     """P4Info table name -> id."""
     info = text_format.Parse(p4info_path.read_text(), p4info_pb2.P4Info())
     return {t.preamble.name: t.preamble.id for t in info.tables}
+
+
+def pipeline_cookie(grpc_addr: str, device_id: int = 0) -> int:
+    """The cookie of the switch's forwarding pipeline (the controller's hash of P4Info and
+    device config; 0 without a pipeline)."""
+    with grpc.insecure_channel(grpc_addr) as ch:
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
+        reply = stub.GetForwardingPipelineConfig(
+            p4r.GetForwardingPipelineConfigRequest(
+                device_id=device_id,
+                response_type=p4r.GetForwardingPipelineConfigRequest.ResponseType.COOKIE_ONLY,
+            ),
+            timeout=10,
+        )
+        return int(reply.config.cookie.cookie)

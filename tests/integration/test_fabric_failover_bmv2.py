@@ -18,7 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.hosts.fabric_probe import Prober, bucket_sports, table_entries, table_ids
+from evaluation.hosts.fabric_probe import (
+    Prober,
+    bucket_sports,
+    pipeline_cookie,
+    table_entries,
+    table_ids,
+)
 from symphony import p4names as n
 from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
@@ -150,5 +156,11 @@ def test_a_spine_lost_and_back(bed: Bed) -> None:
     after = bed.entries()
     for name in before:
         assert after[name] == before[name], f"{name}: entries differ after spine0's return"
+    # The spines of this fabric hold the same entries (each leaf's hosts on the port of that
+    # leaf, the job's entries): the restarted one equals the one that stayed up, and runs the
+    # same pipeline.
+    assert after["spine0"] == after["spine1"]
+    cookies = {sw.name: pipeline_cookie(sw.grpc_addr) for sw in topo.switches}
+    assert len(set(cookies.values())) == 1 and cookies["spine0"] != 0, cookies
     live = bed.stub.Get(pb.JobRef(job="ring"), timeout=30).live
     assert {x.switch for x in live if x.available} == {s.name for s in topo.switches}, live
