@@ -30,9 +30,11 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import time
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -469,8 +471,8 @@ class Bmv2Fabric:
             ),
         )  # fmt: skip
 
-    def _scripts(self, action: str) -> None:
-        """bmv2_env/<action>.sh for every switch at once."""
+    def _scripts(self, action: str, switches: tuple[Switch, ...] | None = None) -> None:
+        """bmv2_env/<action>.sh for every switch (or these) at once."""
         procs = [
             (
                 sw,
@@ -487,7 +489,7 @@ class Bmv2Fabric:
                     text=True,
                 ),
             )
-            for sw in self.topo.switches
+            for sw in (self.topo.switches if switches is None else switches)
         ]
         errors = []
         for sw, p in procs:
@@ -523,6 +525,36 @@ class Bmv2Fabric:
             except (OSError, ValueError):
                 pass
         return out
+
+    def kill(self, switch: str, timeout_s: float = 5.0) -> int:
+        """SIGKILL one switch's process, as a switch lost without warning (no clean shutdown, its
+        P4Runtime stream simply breaks); its interfaces, PID file and Thrift guard stay, so
+        `restart` brings it back on the same ports. Returns the PID it had."""
+        pid = self.pids().get(switch)
+        if pid is None:
+            raise FabricError(f"{switch}: not running (no live process in its PID file)")
+        t = self._thrift.pop(switch, None)
+        if t is not None:
+            t.close()
+        os.kill(pid, signal.SIGKILL)
+        # start.sh's nohup leaves it to init, which reaps it: wait until the PID is gone.
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return pid
+            time.sleep(0.02)
+        raise FabricError(f"{switch}: pid {pid} still there {timeout_s:g} s after SIGKILL")
+
+    def restart(self, switch: str) -> None:
+        """A fresh bmv2 for one switch on its existing interfaces and ports (bmv2_env/start.sh
+        with its environment): no program, no entries, bmv2's default queues; the controller
+        pushes pipeline and entries when its session reconnects, the caller re-sets rates."""
+        sw = self.topo.switch(switch)
+        if switch in self.pids():
+            raise FabricError(f"{switch}: already running")
+        self._scripts("start", (sw,))
 
     def leftovers(self) -> list[str]:
         """What of the fabric exists now (empty after `stop`): processes, namespaces,

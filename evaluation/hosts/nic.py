@@ -9,8 +9,13 @@ that port's veth pair (an AF_PACKET socket bound to it), with its own IPv4 and M
 - A **receiver QP** counts what arrives per step and answers a CE-marked packet with a CNP to the
   sender's QP, at most one per CNP interval (the DCQCN notification point).
 
-No packet is retransmitted: every frame sent is accounted for, received or lost at a known place
-(evaluation/hosts/losses.py); the hosts count what they sent and read (`host_counts`).
+By default no packet is retransmitted: every frame sent is accounted for, received or lost at a
+known place (evaluation/hosts/losses.py); the hosts count what they sent and read
+(`host_counts`). With `rto_s` (off unless given: the experiments run without it) a QP is
+reliable as RoCE's RC is with go-back-N: the receiver takes only the next PSN it expects and
+discards a frame after a gap (`out_of_order`); a sender whose frames were all sent `rto_s` ago
+and not all taken resends from the first PSN its receiver lacks (the receiver's state is in this
+process, so it serves as the ACK; a real NIC learns it from ACKs, NAKs and its own timer).
 """
 
 from __future__ import annotations
@@ -76,6 +81,7 @@ class StepLog:
     last_rx: float = float("nan")
     received: int = 0
     ce: int = 0
+    first_psn: int = -1  # the PSN of its first packet, once sent (go-back-N finds it by PSN)
 
 
 @dataclass
@@ -103,6 +109,10 @@ class SenderQP:
     busy_time: float = 0.0  # seconds with a message to send
     busy_since: float | None = None
     rate_log: list[tuple[float, float]] = field(default_factory=list)  # (t, rc) after each change
+    last_tx: float = 0.0  # loop time of its last frame
+    retransmits: int = 0  # go-back-N rewinds (rto_s)
+    resent: int = 0  # frames sent again after a rewind
+    receiver: ReceiverQP | None = None
 
 
 @dataclass
@@ -116,6 +126,8 @@ class ReceiverQP:
     received: int = 0
     ce: int = 0
     arrivals: list[tuple[float, int, int]] = field(default_factory=list)  # (t, step, ce)
+    expected_psn: int = 0  # go-back-N (rto_s): the next PSN it takes
+    out_of_order: int = 0  # frames discarded after a gap (rto_s)
 
 
 class Fabric:
@@ -129,8 +141,10 @@ class Fabric:
         payload: int,
         seed: int,
         rt_priority: int = RT_PRIORITY,
+        rto_s: float | None = None,
     ) -> None:
         self.hosts = {h.port: h for h in hosts}
+        self.rto_s = rto_s  # None: nothing is retransmitted (the experiments)
         self.rt_priority = rt_priority
         self.realtime = False  # whether the last run() got SCHED_FIFO
         self.p = dcqcn
@@ -218,7 +232,8 @@ class Fabric:
         )
         self.senders[qpn] = qp
         key = (wire.ip_bytes(s.endpoint.ip), dqpn)
-        self.receivers[key] = ReceiverQP(name=name, host=d, sender=qp)
+        rx = self.receivers[key] = ReceiverQP(name=name, host=d, sender=qp, expected_psn=qp.psn)
+        qp.receiver = rx
         self.cnp_frames[qpn] = wire.cnp(d.endpoint, s.endpoint, qpn)
         return qp
 
@@ -283,6 +298,9 @@ class Fabric:
                 if now >= qp.rp.next_deadline():
                     qp.rp.on_time(now)
                     self._rate_changed(qp, now)
+            if self.rto_s is not None:
+                for qp in senders:
+                    self._go_back(qp, now)
             turn = (turn + 1) % len(senders)
             self._send_due(senders[turn:] + senders[:turn], now)
             self._receive(by_fd, socks)
@@ -303,6 +321,34 @@ class Fabric:
                 r, _, _ = select.select(socks, [], [], wait)
                 if r:
                     self._receive(by_fd, r)
+
+    def _go_back(self, qp: SenderQP, now: float) -> None:
+        """Go-back-N: every frame of `qp` sent, the last `rto_s` ago, and its receiver still
+        lacks some -> resend from the first one it lacks (that message, then the rest)."""
+        rx = qp.receiver
+        assert rx is not None and self.rto_s is not None
+        if qp.current is not None or rx.expected_psn == qp.psn or now - qp.last_tx < self.rto_s:
+            return
+        missing = rx.expected_psn
+        i = next(
+            (
+                i
+                for i, m in enumerate(qp.messages)
+                if m.first_psn >= 0 and (missing - m.first_psn) & PSN_MASK < m.packets
+            ),
+            None,
+        )
+        if i is None:
+            return
+        msg = qp.messages[i]
+        offset = (missing - msg.first_psn) & PSN_MASK
+        qp.retransmits += 1
+        qp.resent += (qp.psn - missing) & PSN_MASK
+        qp.pending.extendleft(reversed(qp.messages[i + 1 :]))
+        qp.pending.appendleft(msg)
+        qp.psn = missing
+        self._start_next(qp, now)
+        qp.sent_in_msg = offset
 
     def _start_next(self, qp: SenderQP, now: float) -> None:
         if qp.pending:
@@ -351,8 +397,10 @@ class Fabric:
             qp.max_lag = lag
         if lag > min(gap, 1.0 / self.p.line_pps):
             qp.late_sends += 1
-        if i == 0:
+        if i == 0 and msg.first_psn < 0:
             msg.first_tx = now
+            msg.first_psn = qp.psn
+        qp.last_tx = now
         qp.psn = (qp.psn + 1) & PSN_MASK
         qp.sent += 1
         qp.sent_in_msg += 1
@@ -421,6 +469,11 @@ class Fabric:
         if rx is None or rx.host.port != port:
             self.unexpected += 1
             return
+        if self.rto_s is not None:
+            if p.psn != rx.expected_psn:
+                rx.out_of_order += 1  # go-back-N: after a gap, only the missing PSN is taken
+                return
+            rx.expected_psn = (rx.expected_psn + 1) & PSN_MASK
         ce = int(p.ecn == wire.CE)
         rx.received += 1
         rx.ce += ce
