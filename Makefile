@@ -123,12 +123,14 @@ experiment-long: setup build
 # The paper's Fig. 1 in real frames (evaluation/hosts/fabric_experiment.py): ring all-reduces
 # across the bmv2 leaf-spine, baseline / the paper's policy / the shipped one, on held-out seeds,
 # the simulator's same configuration beside each; 2x2x2 (one ring of 4, 2,000 packets/s) and
-# 2x2x4 (two rings of 4 sharing the uplinks; 1,000 packets/s: eight hosts in one loop).
+# 2x2x4 (two rings of 4 sharing the uplinks; 1,000 packets/s: eight hosts in one loop); then a
+# spine SIGKILLed and restarted under traffic (fabric_failover.py: reroute, restore, losses).
 # Starts and stops its own fabric and controller; needs root. Resumes where it stopped.
 experiment-fabric: setup build
 	$(PY) -m evaluation.hosts.fabric_experiment --out $(BUILD)/experiments-fabric $(EXPERIMENT_ARGS)
 	$(PY) -m evaluation.hosts.fabric_experiment --hosts-per-leaf 4 --rings 2 --line-pps 1000 \
 		--out $(BUILD)/experiments-fabric-8 $(EXPERIMENT_ARGS)
+	$(PY) -m evaluation.hosts.fabric_failover | tee $(BUILD)/experiments-fabric/spine-lost.txt
 
 evaluation: setup
 	@mkdir -p $(BUILD)/evaluation

@@ -42,6 +42,9 @@ class ControllerProcess:
                 [sys.executable, "-m", "symphony.daemon", "--config", str(self.config)],
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                # Its own session: a Ctrl-C stops the experiment or test, which then releases
+                # its jobs and stops the controller itself.
+                start_new_session=True,
             )
         self.channel = grpc.insecure_channel(self.api)
         self.stub = pb_grpc.JobServiceStub(self.channel)

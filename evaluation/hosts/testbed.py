@@ -8,19 +8,15 @@ so it never touches the switch of the PTF suite or of `make run`.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import sys
-import time
 from dataclasses import replace
 from pathlib import Path
-
-import grpc
 
 from evaluation.hosts.losses import Iface, Link, LossMeter, Switch, Topology
 from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
 from symphony.switch.thrift_registers import Bmv2Thrift
+from symphony_tools.daemon_process import ControllerProcess, DaemonError
 from symphony_tools.ports import free_port
 from symphony_tools.testbed import BMV2_JSON, P4INFO, Bmv2Env
 
@@ -74,10 +70,9 @@ class Testbed:
         self.queue = (k_min, k_max, p_max)
         self.queue_depth = queue_depth
         self.api = f"127.0.0.1:{free_port()}"
-        self.proc: subprocess.Popen | None = None
+        self.controller: ControllerProcess | None = None
         self.thrift: Bmv2Thrift | None = None
         self.meter: LossMeter | None = None
-        self.channel: grpc.Channel | None = None
         self.stub: pb_grpc.JobServiceStub | None = None
         self._started_switch = False
 
@@ -102,16 +97,10 @@ class Testbed:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.channel is not None:
-            self.channel.close()
-            self.channel = None
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        self.proc = None
+        if self.controller is not None:
+            self.controller.stop()
+            self.controller = None
+            self.stub = None
         if self.meter is not None:
             self.meter.close()
             self.meter = None
@@ -162,30 +151,13 @@ class Testbed:
         )
         for f in self.run_dir.glob("jobs.db*"):  # a fresh store: WAL and SHM files too
             f.unlink()
-        log = open(self.run_dir / "controller.log", "wb")  # noqa: SIM115 - owned by the child
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "symphony.daemon", "--config", str(cfg)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            # Its own session: a Ctrl-C stops the experiment, which then releases the run's job
-            # and stops the controller itself (the results so far are in the CSVs).
-            start_new_session=True,
-        )
-        log.close()
-        self.channel = grpc.insecure_channel(self.api)
-        self.stub = pb_grpc.JobServiceStub(self.channel)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise TestbedError(f"controller exited; see {self.run_dir}/controller.log")
-            try:
-                reply = self.stub.SwitchStatus(pb.SwitchStatusRequest(), timeout=2)
-                if reply.switches and reply.switches[0].state == "ready":
-                    return
-            except grpc.RpcError:
-                pass
-            time.sleep(0.1)
-        raise TestbedError(f"switch not ready after 60 s; see {self.run_dir}/controller.log")
+        self.controller = ControllerProcess(cfg, self.api, self.run_dir / "controller.log")
+        self.controller.start()
+        self.stub = self.controller.stub
+        try:
+            self.controller.wait_ready(["s1"])
+        except DaemonError as e:
+            raise TestbedError(str(e)) from None
 
     def topology(self) -> Topology:
         """The switch and its veth pairs, for the loss attribution (evaluation/hosts/losses.py)."""
