@@ -35,12 +35,16 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 from symphony.model.ecmp import next_hop
 from symphony.switch.thrift_registers import Bmv2Thrift
+from symphony_tools.daemon_process import ControllerProcess
+from symphony_tools.ports import free_port
 from symphony_tools.testbed import BMV2_JSON, P4INFO, REPO, Bmv2Env, bmv2_missing
 
 ROCE_DPORT = 4791  # RoCEv2's UDP destination port
@@ -622,6 +626,40 @@ class Bmv2Fabric:
             )
         )
         return path
+
+
+# No periodic reconciliation or telemetry: whatever a switch holds, its session wrote when it
+# connected or a job changed (the tests and experiments rely on that).
+QUIET_CONTROLLER = "reconcile_interval_s = 600\ntelemetry_interval_s = 600"
+
+
+@contextmanager
+def running(
+    topo: Topology, work: Path, *, controller: str = QUIET_CONTROLLER, mtu: int = MTU
+) -> Iterator[tuple[Bmv2Fabric, ControllerProcess]]:
+    """The fabric (its run directory under `work`) and the controller daemon on it (config and
+    log in `work`), every switch ready; both stopped at the end, also on failure."""
+    fabric = Bmv2Fabric(topo, work / "run", mtu=mtu)
+    api = f"127.0.0.1:{free_port()}"
+    for f in work.glob("symphony.db*"):  # a fresh job store (write_config puts it in `work`)
+        f.unlink()
+    fabric.start()
+    try:
+        cfg = fabric.write_config(
+            work / "controller.toml",
+            api=api,
+            metrics=f"127.0.0.1:{free_port()}",
+            controller=controller,
+        )
+        proc = ControllerProcess(cfg, api, work / "controller.log")
+        proc.start()
+        try:
+            proc.wait_ready([s.name for s in topo.switches])
+            yield fabric, proc
+        finally:
+            proc.stop()
+    finally:
+        fabric.stop()
 
 
 def describe(fab: Bmv2Fabric) -> str:

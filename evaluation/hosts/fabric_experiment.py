@@ -31,6 +31,7 @@ import statistics
 import sys
 import time
 from collections import defaultdict
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from itertools import combinations
 from pathlib import Path
@@ -53,8 +54,8 @@ from evaluation.hosts.testbed import ROOT
 from symphony.api import symphony_pb2 as pb
 from symphony.model.params import JobParams
 from symphony_tools.daemon_process import ControllerProcess
-from symphony_tools.fabric import Bmv2Fabric, Topology, ip_int
-from symphony_tools.ports import free_port
+from symphony_tools.fabric import Topology, ip_int
+from symphony_tools.fabric import running as fabric_running
 
 ROCE_DPORT = 4791
 UDP = 17
@@ -160,45 +161,35 @@ class FabricBed:
 
     def __init__(self, setup: FabricSetup, run_dir: Path) -> None:
         self.setup = setup
-        self.fabric = Bmv2Fabric(setup.topo, run_dir=run_dir / "fabric", mtu=1500)
-        self.api = f"127.0.0.1:{free_port()}"
         self.run_dir = run_dir
         self.controller: ControllerProcess | None = None
         self.meter: LossMeter | None = None
         self.switch_realtime = False
+        self.api = ""
+        self._stack = ExitStack()
 
     def __enter__(self) -> FabricBed:
+        s = self.setup
         try:
-            self.fabric.start()
-            s = self.setup
-            for f in self.run_dir.glob("symphony.db*"):  # a fresh job store: WAL and SHM too
-                f.unlink()
-            cfg = self.fabric.write_config(
-                self.run_dir / "controller.toml",
-                api=self.api,
-                metrics=f"127.0.0.1:{free_port()}",
-                controller="reconcile_interval_s = 600\ntelemetry_interval_s = 600",
+            # MTU 1500: the hosts' largest frame is 1,098 bytes (docs/fabric.md: bmv2's capture
+            # ring holds more frames the smaller the MTU)
+            fabric, self.controller = self._stack.enter_context(
+                fabric_running(s.topo, self.run_dir, mtu=1500)
             )
-            self.controller = ControllerProcess(cfg, self.api, self.run_dir / "controller.log")
-            self.controller.start()
-            self.controller.wait_ready([sw.name for sw in s.topo.switches])
-            self.fabric.set_queue_depth(s.queue_depth)
-            self.fabric.set_rates(s.line_pps)
-            self.switch_realtime = self.fabric.set_realtime(s.switch_rt_priority)
-            self.meter = LossMeter(loss_topology(s.topo))
+            self.api = self.controller.api
+            fabric.set_queue_depth(s.queue_depth)
+            fabric.set_rates(s.line_pps)
+            self.switch_realtime = fabric.set_realtime(s.switch_rt_priority)
+            self.meter = self._stack.enter_context(LossMeter(loss_topology(s.topo)))
         except BaseException:
             self.__exit__()
             raise
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.meter is not None:
-            self.meter.close()
-            self.meter = None
-        if self.controller is not None:
-            self.controller.stop()
-            self.controller = None
-        self.fabric.stop()
+        self.meter = None
+        self.controller = None
+        self._stack.close()
 
     def allocate(self, name: str, variant: ex.Variant) -> int:
         """A tag-mode job of every host, its switches derived by the controller."""

@@ -24,8 +24,8 @@ from conformance import packets as rp
 from evaluation.hosts import netns, wire
 from symphony.client import Client
 from symphony_tools.daemon_process import ControllerProcess
-from symphony_tools.fabric import RUN_DIR, Bmv2Fabric, Topology, fabric_missing
-from symphony_tools.ports import free_port
+from symphony_tools.fabric import Bmv2Fabric, Topology, fabric_missing
+from symphony_tools.fabric import running as fabric_running
 
 
 def _missing() -> str | None:
@@ -51,29 +51,10 @@ class Running:
 
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    user = Bmv2Fabric(Topology(), RUN_DIR)
-    if user.pids():
-        pytest.fail(f"a fabric of `make fabric` is running ({user.pids()}): `make stop` first")
+    # A fabric of `make fabric` holds the same ports: start() refuses, naming them.
     tmp: Path = tmp_path_factory.mktemp("fabric")
-    fabric = Bmv2Fabric(Topology(2, 2, 2), tmp / "run")
-    api = f"127.0.0.1:{free_port()}"
-    fabric.start()
-    try:
-        cfg = fabric.write_config(
-            tmp / "controller.toml",
-            api=api,
-            metrics=f"127.0.0.1:{free_port()}",
-            controller="reconcile_interval_s = 600\ntelemetry_interval_s = 600",
-        )
-        controller = ControllerProcess(cfg, api, tmp / "controller.log")
-        controller.start()
-        try:
-            controller.wait_ready([s.name for s in fabric.topo.switches])
-            yield Running(fabric, controller)
-        finally:
-            controller.stop()
-    finally:
-        fabric.stop()
+    with fabric_running(Topology(2, 2, 2), tmp) as (fabric, controller):
+        yield Running(fabric, controller)
 
 
 def rx_packets(ifname: str) -> int:

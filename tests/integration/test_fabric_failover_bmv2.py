@@ -29,8 +29,8 @@ from symphony import p4names as n
 from symphony.api import symphony_pb2 as pb
 from symphony.api import symphony_pb2_grpc as pb_grpc
 from symphony_tools.daemon_process import ControllerProcess
-from symphony_tools.fabric import RUN_DIR, Bmv2Fabric, Topology, fabric_missing
-from symphony_tools.ports import free_port
+from symphony_tools.fabric import Bmv2Fabric, Topology, fabric_missing
+from symphony_tools.fabric import running as fabric_running
 from symphony_tools.testbed import P4INFO
 
 pytestmark = [
@@ -63,30 +63,11 @@ class Bed:
 
 @pytest.fixture
 def bed(tmp_path: Path) -> Iterator[Bed]:
-    user = Bmv2Fabric(Topology(), RUN_DIR)
-    if user.pids():
-        pytest.fail(f"a fabric of `make fabric` is running ({user.pids()}): `make stop` first")
-    fabric = Bmv2Fabric(Topology(2, 2, 2), tmp_path / "run")
-    api = f"127.0.0.1:{free_port()}"
-    fabric.start()
-    try:
-        cfg = fabric.write_config(
-            tmp_path / "controller.toml",
-            api=api,
-            metrics=f"127.0.0.1:{free_port()}",
-            # No periodic reconciliation: whatever spine0 holds after its return, its session's
-            # reconnection wrote.
-            controller="reconcile_interval_s = 600\ntelemetry_interval_s = 600",
-        )
-        controller = ControllerProcess(cfg, api, tmp_path / "controller.log")
-        controller.start()
-        try:
-            controller.wait_ready([s.name for s in fabric.topo.switches])
-            yield Bed(fabric, controller)
-        finally:
-            controller.stop()
-    finally:
-        fabric.stop()
+    # A fabric of `make fabric` holds the same ports: start() refuses, naming them.
+    # No periodic reconciliation: whatever spine0 holds after its return, its session's
+    # reconnection wrote.
+    with fabric_running(Topology(2, 2, 2), tmp_path) as (fabric, controller):
+        yield Bed(fabric, controller)
     assert fabric.leftovers() == []
 
 

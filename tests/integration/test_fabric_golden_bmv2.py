@@ -36,8 +36,8 @@ from symphony.model.params import N_WARMUP_MAX, JobParams
 from symphony.model.switch_model import SwitchModel
 from symphony.switch.registers import ThriftJobRegisters
 from symphony_tools.daemon_process import ControllerProcess
-from symphony_tools.fabric import ROCE_DPORT, RUN_DIR, Bmv2Fabric, Host, Topology, fabric_missing
-from symphony_tools.ports import free_port
+from symphony_tools.fabric import ROCE_DPORT, Bmv2Fabric, Host, Topology, fabric_missing
+from symphony_tools.fabric import running as fabric_running
 
 pytestmark = [
     pytest.mark.bmv2,
@@ -53,28 +53,9 @@ SEED = 31
 
 @pytest.fixture
 def running(tmp_path: Path) -> Iterator[tuple[Bmv2Fabric, ControllerProcess]]:
-    user = Bmv2Fabric(Topology(), RUN_DIR)
-    if user.pids():
-        pytest.fail(f"a fabric of `make fabric` is running ({user.pids()}): `make stop` first")
-    fabric = Bmv2Fabric(Topology(2, 2, 2), tmp_path / "run")
-    api = f"127.0.0.1:{free_port()}"
-    fabric.start()
-    try:
-        cfg = fabric.write_config(
-            tmp_path / "controller.toml",
-            api=api,
-            metrics=f"127.0.0.1:{free_port()}",
-            controller="reconcile_interval_s = 600\ntelemetry_interval_s = 600",
-        )
-        controller = ControllerProcess(cfg, api, tmp_path / "controller.log")
-        controller.start()
-        try:
-            controller.wait_ready([s.name for s in fabric.topo.switches])
-            yield fabric, controller
-        finally:
-            controller.stop()
-    finally:
-        fabric.stop()
+    # A fabric of `make fabric` holds the same ports: start() refuses, naming them.
+    with fabric_running(Topology(2, 2, 2), tmp_path) as (fabric, controller):
+        yield fabric, controller
 
 
 def traffic(topo: Topology, tag: int) -> list[tuple[Host, Host, bytes]]:
