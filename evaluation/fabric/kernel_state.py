@@ -17,9 +17,10 @@ I64 = np.int64
 
 class State(NamedTuple):
     flows_tab: np.ndarray  # [unit, Flows.slot_row] Symphony's flow_base register
-    # event heap: times (INF past the end, where kernel._pop looks ahead up to 2n + 4) and
-    # payloads
+    # event heap: times (INF past the end, where kernel._pop looks a child past it), push
+    # sequence numbers (the count of pushes so far in the last slot) and payloads
     ht: np.ndarray
+    hs: np.ndarray
     hd: np.ndarray
     # packet pool: data (kind 0, flow -1 for background), ACK (1), NACK (2)
     pk_flow: np.ndarray
@@ -117,6 +118,7 @@ def new_state(
     return State(
         flows_tab=zeros(n_units, int(flows.slot_row.max(initial=0)) + 1),
         ht=full(INF, 2 * heap_cap + 8),
+        hs=zeros(2 * heap_cap + 8),
         hd=zeros(heap_cap + 1),
         pk_flow=zeros(pool),
         pk_kind=zeros(pool),
