@@ -1,53 +1,66 @@
 """The kernel's event queue pops by time, then in push order (ns-3's Scheduler::EventKey: time,
-then uid), whatever mix of pushes and pops came before."""
+then uid), whatever mix of pushes and pops came before; it refuses what it cannot hold."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from evaluation.fabric import kernel
-from evaluation.fabric.kernel_state import INF
-
-
-def _queue(cap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    return np.full(2 * cap + 8, INF, np.int64), np.zeros(2 * cap + 8, np.int64), np.zeros(
-        cap + 1, np.int64
-    )
+from evaluation.fabric import event_queue as eq
 
 
 def test_two_events_pushed_for_the_same_time_pop_in_push_order() -> None:
-    ht, hs, hd = _queue(16)
-    n = kernel._push(ht, hs, hd, 0, 500, 7)
-    n = kernel._push(ht, hs, hd, n, 500, 3)
-    t, d, n = kernel._pop(ht, hs, hd, n)
-    assert (t, d) == (500, 7)
-    t, d, n = kernel._pop(ht, hs, hd, n)
-    assert (t, d) == (500, 3)
-    assert n == 0
+    q = eq.new_queue(16)
+    eq.push(*q, 500, 7)
+    eq.push(*q, 500, 3)
+    assert eq.pop(*q) == (500, 7)
+    assert eq.pop(*q) == (500, 3)
+    assert q.qm[eq.SIZE] == 0
+
+
+def test_equal_times_keep_push_order_across_bucket_moves() -> None:
+    # 9 and 5 reach bucket 0 by a move (when 100 pops), 4 is pushed straight into it after
+    q = eq.new_queue(16)
+    for t, d in ((1 << 30, 9), (100, 1), (1 << 30, 5)):
+        eq.push(*q, t, d)
+    assert eq.pop(*q) == (100, 1)
+    eq.push(*q, 1 << 30, 4)
+    assert [eq.pop(*q) for _ in range(3)] == [(1 << 30, 9), (1 << 30, 5), (1 << 30, 4)]
 
 
 def test_random_pushes_and_pops_follow_time_then_push_order() -> None:
     rng = np.random.default_rng(1)
-    ht, hs, hd = _queue(4096)
-    n = 0
+    q = eq.new_queue(4096)
     now = 0
     pending: list[tuple[int, int, int]] = []  # (time, push number, payload)
     pushes = 0
     popped: list[tuple[int, int]] = []
     expected: list[tuple[int, int]] = []
     for _ in range(20_000):
-        if n == 0 or rng.random() < 0.55:
-            # few distinct times ahead of now: most pushes tie with another
-            t = now + int(rng.integers(0, 6)) * 1000
+        if not pending or rng.random() < 0.55:
+            # few distinct times ahead of now, some far: most pushes tie with another
+            t = now + int(rng.integers(0, 6)) * 1000 + int(rng.integers(0, 2)) * (1 << 33)
             d = int(rng.integers(0, 1 << 40))
-            n = kernel._push(ht, hs, hd, n, t, d)
+            eq.push(*q, t, d)
             pending.append((t, pushes, d))
             pushes += 1
         else:
-            now, d, n = kernel._pop(ht, hs, hd, n)
+            now, d = eq.pop(*q)
             popped.append((now, d))
             first = min(pending)
             pending.remove(first)
             expected.append((first[0], first[2]))
-    assert n >= 0
+    assert q.qm[eq.SIZE] == len(pending)
     assert popped == expected
+
+
+def test_a_full_queue_and_an_event_in_the_past_are_refused() -> None:
+    q = eq.new_queue(2)
+    for t in (10, 20, 30):
+        eq.push(*q, t, 0)
+    assert q.qm[eq.SIZE] < 0
+    q = eq.new_queue(4)
+    eq.push(*q, 10, 0)
+    eq.push(*q, 20, 0)
+    assert eq.pop(*q) == (10, 0)
+    eq.push(*q, 5, 0)
+    assert q.qm[eq.SIZE] < 0

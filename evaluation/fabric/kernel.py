@@ -1,13 +1,13 @@
 """The event loop: one numba function over preallocated arrays (`topology.py` builds them).
 
-Time is in picoseconds (int64). Events sit in a binary heap keyed by time, then push order
-(ns-3's tie rule, `_push`); the payload packs the event type in 4 bits and an index above. Per
-data packet: the sender's pacing timer (QP_READY), the NIC, then at each switch an ARRIVE
-(ingress: the golden model's Symphony algorithm, `symphony_kernel.process`) and the egress FIFO
-(RED/ECN mark at dequeue on the bytes left behind; drop-tail per port, or with PFC a shared
-switch buffer whose per-ingress byte accounting sends XOFF/XON to the upstream port or NIC,
-`EV_PFC`), and at the receiver go-back-N delivery. The receiver turns every in-order packet
-into an ACK (an out-of-order one into a NACK, at most once per 500 us per expected PSN)
+Time is in picoseconds (int64). Events sit in a queue that pops by time, then in push order
+(ns-3's tie rule; `event_queue.py`); the payload packs the event type in 4 bits and an index
+above. Per data packet: the sender's pacing timer (QP_READY), the NIC, then at each switch an
+ARRIVE (ingress: the golden model's Symphony algorithm, `symphony_kernel.process`) and the
+egress FIFO (RED/ECN mark at dequeue on the bytes left behind; drop-tail per port, or with PFC
+a shared switch buffer whose per-ingress byte accounting sends XOFF/XON to the upstream port or
+NIC, `EV_PFC`), and at the receiver go-back-N delivery. The receiver turns every in-order
+packet into an ACK (an out-of-order one into a NACK, at most once per 500 us per expected PSN)
 carrying the CNP flag if the packet was CE-marked; ACKs and NACKs are packets of `ack_bytes` on
 the flow's reverse path (`f_rpath`), through the receiver NIC's ACK queue (served before data)
 and the switches' queues (the flow's data class as in HPCC, or a control class served first).
@@ -24,9 +24,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from evaluation.fabric import event_queue as eq
 from evaluation.fabric import symphony_kernel as sk
 from evaluation.fabric.kernel_io import Background, Flows, Limits, Nic, Outputs, Symphony, Topology
-from evaluation.fabric.kernel_state import INF, State
+from evaluation.fabric.kernel_state import State
 
 EV_QP_READY, EV_NIC_TXDONE, EV_ARRIVE, EV_PORT_TXDONE, EV_DEC = range(5)
 EV_RPT, EV_RTO, EV_SAMPLE, EV_START, EV_BG, EV_PFC = range(5, 11)
@@ -50,82 +51,10 @@ WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY = 6, 7, 8, 10
 MODE_BASELINE, MODE_SYMPHONY, MODE_PQ = 0, 1, 2
 
 
-# Heap positions, and the packet and port indices of the hottest handlers (pku, portu), are
-# unsigned: numba indexes with a signed integer only after adding the length to a negative one,
-# three instructions on every access and on the heap's critical path (measured: 1.2x for the
-# heap alone). Each is a copy under its own name, as numba would type a variable that holds
-# both int64 and uint64 as float64.
-U0 = np.uint64(0)
-U1 = np.uint64(1)
-
-
-@njit(cache=True, _nrt=False)
-def _push(ht, hs, hd, n, t, d):
-    """The heap's new size, or -1 (then and after) once it is full. The entry's sequence
-    number (hs) is the count of pushes before it, kept in hs[-1]: events of equal time pop in
-    push order, ns-3's rule (Scheduler::EventKey orders by time, then by uid)."""
-    if n < 0 or n >= hd.shape[0] - 1:
-        return -1
-    last = hs.shape[0] - 1
-    q = hs[last]
-    hs[last] = q + 1
-    i = np.uint64(n)
-    while i > U0:
-        parent = (i - U1) >> U1
-        if ht[parent] <= t:  # an equal time was pushed earlier: it stays above
-            break
-        ht[i] = ht[parent]
-        hs[i] = hs[parent]
-        hd[i] = hd[parent]
-        i = parent
-    ht[i] = t
-    hs[i] = q
-    hd[i] = d
-    return n + 1
-
-
-@njit(cache=True, _nrt=False)
-def _before(ht, hs, a, b):
-    """Entry a pops before entry b: earlier, or as early and pushed first."""
-    return ht[a] < ht[b] or (ht[a] == ht[b] and hs[a] < hs[b])
-
-
-@njit(cache=True, _nrt=False)
-def _pop(ht, hs, hd, size):
-    """(time, payload, new size): the root, then the last entry sifted down from the root
-    (Floyd's order: the hole goes down to a leaf along the earlier child, INF past the end
-    standing for a missing child, then the last entry rises while it pops before its
-    parent)."""
-    t0 = ht[0]
-    d0 = hd[0]
-    n = np.uint64(size - 1)
-    t = ht[n]
-    q = hs[n]
-    d = hd[n]
-    ht[n] = INF
-    if n > U0:
-        i = U0
-        c = U1
-        while c < n:
-            if _before(ht, hs, c + U1, c):
-                c += U1
-            ht[i] = ht[c]
-            hs[i] = hs[c]
-            hd[i] = hd[c]
-            i = c
-            c = i + i + U1
-        while i > U0:
-            p = (i - U1) >> U1
-            if ht[p] < t or (ht[p] == t and hs[p] < q):
-                break
-            ht[i] = ht[p]
-            hs[i] = hs[p]
-            hd[i] = hd[p]
-            i = p
-        ht[i] = t
-        hs[i] = q
-        hd[i] = d
-    return t0, d0, size - 1
+# The packet and port indices of the hottest handlers (pku, portu) are unsigned: numba indexes
+# with a signed integer only after adding the length to a negative one, three instructions on
+# every access (measured: 1.2x for the binary heap this kernel had). Each is a copy under its
+# own name, as numba would type a variable that holds both int64 and uint64 as float64.
 
 
 @njit(cache=True, _nrt=False)
@@ -239,8 +168,7 @@ def run(
     f_done, f_begin, job_end = out.f_done, out.f_begin, out.job_end
     ov_series, rx_series, job_maxov = out.ov_series, out.rx_series, out.job_maxov
     stats, js, cc_trace = out.stats, out.js, out.cc_trace
-    flows_tab, ht, hs, hd = st.flows_tab, st.ht, st.hs, st.hd
-    hn = 0  # the heap's size; -1 once it overflowed
+    flows_tab, qt, qd, qn, qm = st.flows_tab, st.qt, st.qd, st.qn, st.qm
     pk_flow, pk_kind, pk_idx, pk_hop = st.pk_flow, st.pk_kind, st.pk_idx, st.pk_hop
     pk_ce, pk_prio, pk_in, pk_next = st.pk_ce, st.pk_prio, st.pk_in, st.pk_next
     free, in_use, ack_ser = st.free, st.in_use, st.ack_ser
@@ -285,14 +213,14 @@ def run(
 
     for f in range(nf):
         if f_start[f] >= 0:
-            hn = _push(ht, hs, hd, hn, f_start[f], EV_START | (f << 4))
+            eq.push(qt, qd, qn, qm, f_start[f], EV_START | (f << 4))
     for b in range(bg_port.shape[0]):
-        hn = _push(ht, hs, hd, hn, bg_t0[b], EV_BG | (b << 4))
-    hn = _push(ht, hs, hd, hn, 0, EV_SAMPLE)
+        eq.push(qt, qd, qn, qm, bg_t0[b], EV_BG | (b << 4))
+    eq.push(qt, qd, qn, qm, 0, EV_SAMPLE)
 
     now = 0
-    while hn > 0 and jobs_left > 0:
-        now, d, hn = _pop(ht, hs, hd, hn)
+    while qm[eq.SIZE] > 0 and jobs_left > 0:
+        now, d = eq.pop(qt, qd, qn, qm)
         stats[S_EVENTS] += 1
         ev = d & 15
         x = d >> 4
@@ -358,7 +286,7 @@ def run(
                             if dec_next[f] <= now:
                                 dec_next[f] += ((now - dec_next[f]) // t_dec + 1) * t_dec
                             dec_pending[f] = 1
-                            hn = _push(ht, hs, hd, hn, dec_next[f], EV_DEC | (f << 4))
+                            eq.push(qt, qd, qn, qm, dec_next[f], EV_DEC | (f << 4))
                     # TriggerTransmit: the ACK may have opened the window
                     if (
                         snd_sched[f] == 0
@@ -369,7 +297,7 @@ def run(
                         )
                     ):
                         snd_sched[f] = 1
-                        hn = _push(ht, hs, hd, hn, max(now, next_avail[f]), EV_QP_READY | (f << 4))
+                        eq.push(qt, qd, qn, qm, max(now, next_avail[f]), EV_QP_READY | (f << 4))
                     continue
                 port = f_rpath[f, hop]
                 portu = np.uint64(port)
@@ -404,7 +332,7 @@ def run(
                                 nxt = succ_idx[e]
                                 wait[nxt] -= 1
                                 if wait[nxt] == 0:
-                                    hn = _push(ht, hs, hd, hn, now, EV_START | (nxt << 4))
+                                    eq.push(qt, qd, qn, qm, now, EV_START | (nxt << 4))
                     elif idx > exp:
                         stats[S_OOO] += 1
                         if now >= nack_timer[f] or nack_last[f] != exp:
@@ -435,7 +363,7 @@ def run(
                     _enq(a_head, a_tail, a_len, pk_next, h, 0, pk)
                     if pending[h] == 0:
                         pending[h] = 1
-                        hn = _push(ht, hs, hd, hn, max(now, busy[h]), EV_NIC_TXDONE | (h << 4))
+                        eq.push(qt, qd, qn, qm, max(now, busy[h]), EV_NIC_TXDONE | (h << 4))
                     continue
                 # a switch: ingress Symphony, then the egress queue
                 port = f_path[f, hop]
@@ -520,8 +448,7 @@ def run(
                     xoff[link, prio] = 1
                     after_xoff[link, prio] = 0
                     stats[S_PAUSES] += 1
-                    hn = _push(
-                        ht, hs, hd, hn, now + prop_ps, EV_PFC | ((link * 4 + prio * 2 + 1) << 4)
+                    eq.push(qt, qd, qn, qm, now + prop_ps, EV_PFC | ((link * 4 + prio * 2 + 1) << 4)
                     )
             depth = (q_bytes[portu, 0] + q_bytes[portu, 1] + mtu - 1) // mtu
             if depth > stats[S_MAX_QUEUE]:
@@ -531,7 +458,7 @@ def run(
                     ev = EV_PORT_TXDONE  # start now, below
                 else:
                     pending[portu] = 1
-                    hn = _push(ht, hs, hd, hn, busy[portu], EV_PORT_TXDONE | (port << 4))
+                    eq.push(qt, qd, qn, qm, busy[portu], EV_PORT_TXDONE | (port << 4))
                     continue
             else:
                 continue
@@ -557,7 +484,7 @@ def run(
             busy[portu] = now + (ack_ser[portu] if kind != KIND_DATA else port_ser[portu])
             if q_len[portu, 0] + q_len[portu, 1] + q_len[portu, 2] > 0:
                 pending[portu] = 1
-                hn = _push(ht, hs, hd, hn, busy[portu], EV_PORT_TXDONE | (port << 4))
+                eq.push(qt, qd, qn, qm, busy[portu], EV_PORT_TXDONE | (port << 4))
             if pfc and pr < 2:
                 sw = port_switch[portu]
                 sw_used[sw] -= size
@@ -568,8 +495,7 @@ def run(
                         thr_pfc = (sw_free[sw] - sw_used[sw]) >> pfc_shift
                         if ing[link, pr] == 0 or ing[link, pr] + resume_b <= thr_pfc:
                             xoff[link, pr] = 0
-                            hn = _push(
-                                ht, hs, hd, hn, now + prop_ps, EV_PFC | ((link * 4 + pr * 2) << 4)
+                            eq.push(qt, qd, qn, qm, now + prop_ps, EV_PFC | ((link * 4 + pr * 2) << 4)
                             )
             f = pk_flow[pku]
             if f < 0:
@@ -588,7 +514,7 @@ def run(
                     stats[S_QUEUE_MARKS] += 1
                     pk_ce[pku] = 1
             pk_hop[pku] += 1
-            hn = _push(ht, hs, hd, hn, busy[portu] + prop_ps, EV_ARRIVE | (pk << 4))
+            eq.push(qt, qd, qn, qm, busy[portu] + prop_ps, EV_ARRIVE | (pk << 4))
             continue
 
         if ev == EV_START:
@@ -619,7 +545,7 @@ def run(
             if busy[h] > now or pending[h]:
                 if pending[h] == 0:
                     pending[h] = 1
-                    hn = _push(ht, hs, hd, hn, busy[h], EV_NIC_TXDONE | (h << 4))
+                    eq.push(qt, qd, qn, qm, busy[h], EV_NIC_TXDONE | (h << 4))
                 continue
             ev = EV_NIC_TXDONE
             x = h
@@ -634,10 +560,10 @@ def run(
                 if ack_hi_nic or paused[h, f_cls[pk_flow[pk]]] == 0:
                     _deq(a_head, a_len, pk_next, h, 0)
                     busy[h] = now + ack_ser[h]
-                    hn = _push(ht, hs, hd, hn, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
+                    eq.push(qt, qd, qn, qm, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
                     if a_len[h, 0] + rq_len[h] > 0:
                         pending[h] = 1
-                        hn = _push(ht, hs, hd, hn, busy[h], EV_NIC_TXDONE | (h << 4))
+                        eq.push(qt, qd, qn, qm, busy[h], EV_NIC_TXDONE | (h << 4))
                     continue
             f = -1
             m = rq_len[h]
@@ -660,7 +586,7 @@ def run(
                         if rto_ps > 0 and rto_armed[c] == 0:
                             rto_armed[c] = 1
                             rto_mark[c] = snd_una[c]
-                            hn = _push(ht, hs, hd, hn, now + rto_ps, EV_RTO | (c << 4))
+                            eq.push(qt, qd, qn, qm, now + rto_ps, EV_RTO | (c << 4))
                         continue
                     f = c
                     break
@@ -686,21 +612,21 @@ def run(
                 fly_max[f] = snd_next[f] - snd_una[f]
             stats[S_SENT] += 1
             busy[h] = now + port_ser[h]
-            hn = _push(ht, hs, hd, hn, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
+            eq.push(qt, qd, qn, qm, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
             if rq_len[h] + a_len[h, 0] > 0:
                 pending[h] = 1
-                hn = _push(ht, hs, hd, hn, busy[h], EV_NIC_TXDONE | (h << 4))
+                eq.push(qt, qd, qn, qm, busy[h], EV_NIC_TXDONE | (h << 4))
             # pacing (UpdateNextAvail, RATE_BOUND 1): the next packet at the current rate
             gap = np.int64(mtu_bits / rc[f] * 1000.0)
             next_avail[f] = now + gap
             if snd_next[f] < f_npk[f]:
-                hn = _push(ht, hs, hd, hn, now + gap, EV_QP_READY | (f << 4))
+                eq.push(qt, qd, qn, qm, now + gap, EV_QP_READY | (f << 4))
             else:
                 snd_sched[f] = 0
                 if rto_ps > 0 and rto_armed[f] == 0:
                     rto_armed[f] = 1
                     rto_mark[f] = snd_una[f]
-                    hn = _push(ht, hs, hd, hn, now + rto_ps, EV_RTO | (f << 4))
+                    eq.push(qt, qd, qn, qm, now + rto_ps, EV_RTO | (f << 4))
             continue
 
         if ev == EV_DEC:
@@ -723,7 +649,7 @@ def run(
                 next_inc[f] = now + t_inc  # the RP timer restarts (the old one is cancelled)
                 if rpt_evt[f] < 0:  # else the pending, earlier event moves itself here
                     rpt_evt[f] = next_inc[f]
-                    hn = _push(ht, hs, hd, hn, next_inc[f], EV_RPT | (f << 4))
+                    eq.push(qt, qd, qn, qm, next_inc[f], EV_RPT | (f << 4))
             continue
 
         if ev == EV_RPT:
@@ -734,11 +660,11 @@ def run(
                 continue
             if now != next_inc[f]:
                 rpt_evt[f] = next_inc[f]
-                hn = _push(ht, hs, hd, hn, next_inc[f], EV_RPT | (f << 4))
+                eq.push(qt, qd, qn, qm, next_inc[f], EV_RPT | (f << 4))
                 continue
             next_inc[f] = now + t_inc
             rpt_evt[f] = next_inc[f]
-            hn = _push(ht, hs, hd, hn, next_inc[f], EV_RPT | (f << 4))
+            eq.push(qt, qd, qn, qm, next_inc[f], EV_RPT | (f << 4))
             if stage[f] < fast_recovery:
                 pass  # FastRecoveryMlx: rc halfway to rt
             elif stage[f] == fast_recovery:
@@ -761,13 +687,13 @@ def run(
             if snd_una[f] != rto_mark[f]:
                 rto_armed[f] = 1
                 rto_mark[f] = snd_una[f]  # progress since the timer was armed: wait more
-                hn = _push(ht, hs, hd, hn, now + rto_ps, EV_RTO | (f << 4))
+                eq.push(qt, qd, qn, qm, now + rto_ps, EV_RTO | (f << 4))
                 continue
             stats[S_RTOS] += 1
             snd_next[f] = snd_una[f]
             if snd_next[f] < f_npk[f]:
                 snd_sched[f] = 1
-                hn = _push(ht, hs, hd, hn, max(now, next_avail[f]), EV_QP_READY | (f << 4))
+                eq.push(qt, qd, qn, qm, max(now, next_avail[f]), EV_QP_READY | (f << 4))
             continue
 
         if ev == EV_SAMPLE:
@@ -777,7 +703,7 @@ def run(
                     rx_series[j, n_samples] = rx_acc[j]
                     rx_acc[j] = 0
                 n_samples += 1
-            hn = _push(ht, hs, hd, hn, now + sample_ps, EV_SAMPLE)
+            eq.push(qt, qd, qn, qm, now + sample_ps, EV_SAMPLE)
             continue
 
         if ev == EV_BG:
@@ -807,8 +733,8 @@ def run(
                 q_bytes[port, pr] += mtu
                 if pending[port] == 0:
                     pending[port] = 1
-                    hn = _push(ht, hs, hd, hn, max(now, busy[port]), EV_PORT_TXDONE | (port << 4))
-            hn = _push(ht, hs, hd, hn, now + bg_gap[b], EV_BG | (b << 4))
+                    eq.push(qt, qd, qn, qm, max(now, busy[port]), EV_PORT_TXDONE | (port << 4))
+            eq.push(qt, qd, qn, qm, now + bg_gap[b], EV_BG | (b << 4))
             continue
 
         if ev == EV_PFC:
@@ -827,14 +753,13 @@ def run(
                 if link < n_hosts:
                     if rq_len[link] + a_len[link, 0] > 0:
                         pending[link] = 1
-                        hn = _push(
-                            ht, hs, hd, hn, max(now, busy[link]), EV_NIC_TXDONE | (link << 4)
+                        eq.push(qt, qd, qn, qm, max(now, busy[link]), EV_NIC_TXDONE | (link << 4)
                         )
                 elif q_len[link, pr] > 0:
                     pending[link] = 1
-                    hn = _push(ht, hs, hd, hn, max(now, busy[link]), EV_PORT_TXDONE | (link << 4))
+                    eq.push(qt, qd, qn, qm, max(now, busy[link]), EV_PORT_TXDONE | (link << 4))
             continue
-    if hn < 0:
+    if qm[eq.SIZE] < 0:
         stats[S_ERROR] |= ERR_HEAP
     if jobs_left > 0 and stats[S_ERROR] == 0:
         stats[S_ERROR] |= ERR_STUCK

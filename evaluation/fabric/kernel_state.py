@@ -9,19 +9,19 @@ from typing import NamedTuple
 
 import numpy as np
 
+from evaluation.fabric.event_queue import new_queue
 from evaluation.fabric.kernel_io import Background, Flows, Limits, Nic, Topology
 
-INF = np.int64(1 << 62)  # an empty heap slot: later than any event (times stay below 2^45 ps)
 I64 = np.int64
 
 
 class State(NamedTuple):
     flows_tab: np.ndarray  # [unit, Flows.slot_row] Symphony's flow_base register
-    # event heap: times (INF past the end, where kernel._pop looks a child past it), push
-    # sequence numbers (the count of pushes so far in the last slot) and payloads
-    ht: np.ndarray
-    hs: np.ndarray
-    hd: np.ndarray
+    # the event queue (event_queue.EventQueue)
+    qt: np.ndarray
+    qd: np.ndarray
+    qn: np.ndarray
+    qm: np.ndarray
     # packet pool: data (kind 0, flow -1 for background), ACK (1), NACK (2)
     pk_flow: np.ndarray
     pk_kind: np.ndarray
@@ -117,9 +117,7 @@ def new_state(
 
     return State(
         flows_tab=zeros(n_units, int(flows.slot_row.max(initial=0)) + 1),
-        ht=full(INF, 2 * heap_cap + 8),
-        hs=zeros(2 * heap_cap + 8),
-        hd=zeros(heap_cap + 1),
+        **new_queue(heap_cap)._asdict(),
         pk_flow=zeros(pool),
         pk_kind=zeros(pool),
         pk_idx=zeros(pool),

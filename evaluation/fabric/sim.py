@@ -131,7 +131,7 @@ def flow_windows(cfg: FabricConfig, f_plen: np.ndarray) -> np.ndarray:
 
 
 # (seed, mode, inputs..., outputs) -> samples written: `run_kernel`, or a reference kernel
-# behind the same inputs (bench/reference_kernel)
+# behind the same inputs (bench/reference_kernel_113030d.py)
 KernelCall = Callable[[int, int, Topology, Flows, Symphony, Nic, Background, Limits, Outputs], int]
 
 

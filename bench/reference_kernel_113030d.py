@@ -1,11 +1,51 @@
-"""The reference kernel (`kernel.py` here: git revision 113030d's event loop) behind today's
-inputs: `sim.simulate(cfg, seed, kernel=run_reference)` runs everything of today's glue but
-the event loop, so the two kernels see the same arrays whatever the glue has become since."""
+"""The speed reference: the event loop of git revision 113030d (before issue 22's speed work),
+read out of the repository's history at bench time, behind today's inputs:
+`sim.simulate(cfg, seed, kernel=run_reference)` runs everything of today's glue but the event
+loop, so the two kernels see the same arrays whatever the glue has become since.
+
+The file is `git show 113030d:evaluation/fabric/kernel.py`, written under build/bench/ (numba
+caches its compiled code beside it) and imported from there; it calls today's
+`evaluation.fabric.symphony_kernel` (the golden arithmetic, whose signature it shares)."""
 
 from __future__ import annotations
 
-from bench.reference_kernel import kernel as ref
+import importlib.util
+import subprocess
+from pathlib import Path
+from types import ModuleType
+
 from evaluation.fabric.kernel_io import Background, Flows, Limits, Nic, Outputs, Symphony, Topology
+
+REVISION = "113030d"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load() -> ModuleType:
+    try:
+        source = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{REVISION}:evaluation/fabric/kernel.py"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        detail = getattr(e, "stderr", "") or str(e)
+        raise SystemExit(
+            f"bench: the reference kernel is read from git revision {REVISION}, which this "
+            f"checkout cannot show (a clone with its history is needed): {detail.strip()}"
+        ) from e
+    path = ROOT / "build" / "bench" / f"reference_kernel_{REVISION}.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != source:
+        path.write_text(source)
+    spec = importlib.util.spec_from_file_location(f"reference_kernel_{REVISION}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ref = _load()
 
 
 def run_reference(
