@@ -448,7 +448,8 @@ def run(
                     xoff[link, prio] = 1
                     after_xoff[link, prio] = 0
                     stats[S_PAUSES] += 1
-                    eq.push(qt, qd, qn, qm, now + prop_ps, EV_PFC | ((link * 4 + prio * 2 + 1) << 4)
+                    eq.push(
+                        qt, qd, qn, qm, now + prop_ps, EV_PFC | ((link * 4 + prio * 2 + 1) << 4)
                     )
             depth = (q_bytes[portu, 0] + q_bytes[portu, 1] + mtu - 1) // mtu
             if depth > stats[S_MAX_QUEUE]:
@@ -495,7 +496,8 @@ def run(
                         thr_pfc = (sw_free[sw] - sw_used[sw]) >> pfc_shift
                         if ing[link, pr] == 0 or ing[link, pr] + resume_b <= thr_pfc:
                             xoff[link, pr] = 0
-                            eq.push(qt, qd, qn, qm, now + prop_ps, EV_PFC | ((link * 4 + pr * 2) << 4)
+                            eq.push(
+                                qt, qd, qn, qm, now + prop_ps, EV_PFC | ((link * 4 + pr * 2) << 4)
                             )
             f = pk_flow[pku]
             if f < 0:
@@ -753,8 +755,7 @@ def run(
                 if link < n_hosts:
                     if rq_len[link] + a_len[link, 0] > 0:
                         pending[link] = 1
-                        eq.push(qt, qd, qn, qm, max(now, busy[link]), EV_NIC_TXDONE | (link << 4)
-                        )
+                        eq.push(qt, qd, qn, qm, max(now, busy[link]), EV_NIC_TXDONE | (link << 4))
                 elif q_len[link, pr] > 0:
                     pending[link] = 1
                     eq.push(qt, qd, qn, qm, max(now, busy[link]), EV_PORT_TXDONE | (link << 4))
