@@ -1,25 +1,28 @@
-"""The fabric kernel's event queue: a radix heap whose buckets are FIFO lists.
+"""The fabric kernel's event queue: a timing wheel for the near future, a radix heap beyond.
 
 Events pop by time, then in push order among equal times (ns-3's rule: Scheduler::EventKey
-orders by time, then by the event's uid, its insertion count). A radix heap (Ahuja, Mehlhorn,
-Orlin, Tarjan 1990) serves a monotone queue, one where no event is pushed earlier than the last
-one popped, which a simulator's clock guarantees: bucket b holds the events whose time differs
-from `last` (the time last popped) first in bit b - 1, bucket 0 those at `last` itself. A push
-appends to its bucket; a pop takes bucket 0's head, and when bucket 0 is empty, the lowest
-non-empty bucket's earliest time becomes `last` and that bucket's events move, in their order,
-to the lower buckets. Equal times are always in one bucket (their bucket depends only on their
-time and `last`), in push order (a move keeps the order, and a bucket being emptied is older
-than every push after it), so no sequence number needs to be stored or compared: the queue pops
-exactly what a binary heap keyed by (time, push count) pops (`tests/test_fabric_heap.py`).
+orders by time, then by the event's uid, its insertion count). The queue is monotone: no event
+is pushed earlier than the last one popped, which a simulator's clock guarantees.
 
-Cost: a push is an xor, a count of leading zeros and an append; an event moves at most once per
-bucket it passes through, and events ahead of `last` by about a switch hop's time (2^20 ps)
-pass through few. Measured against the binary heap it replaced in `bench/fabric_speed.py`.
+- **The wheel**: slot s holds the events of [s * 2^SLOT_BITS, (s + 1) * 2^SLOT_BITS) ps, for
+  the WHEEL slots from the current one on, each a list sorted by time, equal times in push
+  order (a push appends after the last event not later than it: almost always the tail). A bit
+  per slot says which are non-empty, so a pop finds the next one with a count of trailing zeros.
+  A slot is about a switch hop's serialization time / 50: one or two events each.
+- **The far queue**, beyond the wheel (timers, samples, RTOs): a radix heap (Ahuja, Mehlhorn,
+  Orlin, Tarjan 1990) with FIFO buckets. Bucket b holds the events whose time differs from its
+  `last` first in bit b - 1; a pop takes bucket 0's head, or moves the lowest non-empty bucket's
+  events, in their order, to lower buckets after making its earliest time `last`. Equal times
+  are always in one bucket, in push order. When the wheel's first slot moves on, the far events
+  of the slots that enter the wheel move into them in (time, push) order, before any push can
+  reach those slots, so their order holds.
 
+The queue pops exactly what a binary heap keyed by (time, push count) pops
+(`tests/test_fabric_heap.py`; the kernel's 45 reference runs were recorded with that heap).
 Everything is in four preallocated arrays (the kernel allocates nothing): per event node its
-time, payload and next node; `qm` the buckets' heads and tails, the set of non-empty buckets as
-a bit mask, `last`, the free list and the size (`ERROR` past -1 once a push was refused: the
-queue full, or an event earlier than `last`).
+time, payload and next node; `qm` the wheel's heads, tails and bits, the far buckets' heads,
+tails and bit mask, the current slot, the time last popped, the free list and the size (ERROR
+once a push was refused: the queue full, or an event earlier than the last one popped).
 """
 
 from __future__ import annotations
@@ -31,14 +34,21 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-BUCKETS = 64  # times are non-negative int64: t ^ last has at most 63 bits
-HEAD = 0  # qm[HEAD + b]: bucket b's first node, -1 when empty
-TAIL = BUCKETS  # qm[TAIL + b]: its last node
-MASK = 2 * BUCKETS  # bit b set iff bucket b > 0 is non-empty (bucket 0 is read directly)
-LAST = MASK + 1
-FREE = MASK + 2  # the first free node, -1 when none
-SIZE = MASK + 3  # events queued, or ERROR once a push was refused
-META = MASK + 4
+SLOT_BITS = 14  # a wheel slot: 16.4 ns
+WHEEL_BITS = 13
+WHEEL = 1 << WHEEL_BITS  # slots: 134 us ahead
+INF = np.int64(1 << 62)
+W_HEAD = 0  # qm[W_HEAD + i]: wheel slot i's first node, -1 when empty
+W_TAIL = WHEEL
+W_BITS = 2 * WHEEL  # WHEEL // 64 words: bit i set iff slot i is non-empty
+F_HEAD = W_BITS + WHEEL // 64  # the far list (events beyond the wheel, in push order)
+F_TAIL = F_HEAD + 1
+F_MIN = F_HEAD + 2  # its earliest time, INF when empty
+CUR = F_HEAD + 3  # the wheel's first slot (absolute: time >> SLOT_BITS)
+NOW = F_HEAD + 4  # the time last popped
+FREE = F_HEAD + 5  # the first free node, -1 when none
+SIZE = F_HEAD + 6  # events queued, or ERROR once a push was refused
+META = F_HEAD + 7
 ERROR = -(1 << 62)
 
 
@@ -54,10 +64,9 @@ def new_queue(capacity: int) -> EventQueue:
     qn = np.arange(1, capacity + 1, dtype=np.int64)
     qn[-1] = -1
     qm = np.full(META, -1, dtype=np.int64)
-    qm[MASK] = 0
-    qm[LAST] = 0
-    qm[FREE] = 0
-    qm[SIZE] = 0
+    qm[W_BITS:F_HEAD] = 0
+    qm[F_MIN] = INF
+    qm[CUR : META] = 0
     return EventQueue(
         qt=np.zeros(capacity, np.int64), qd=np.zeros(capacity, np.int64), qn=qn, qm=qm
     )
@@ -87,61 +96,118 @@ def _lowest_bit(typingctx, x):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, _nrt=False)
+def _wheel_add(qt, qn, qm, node, t):  # type: ignore[no-untyped-def]
+    """Into its slot after every event not later than it."""
+    i = (t >> SLOT_BITS) & (WHEEL - 1)
+    tail = qm[W_TAIL + i]
+    qn[node] = -1
+    if tail < 0:
+        qm[W_HEAD + i] = node
+        qm[W_TAIL + i] = node
+        qm[W_BITS + (i >> 6)] |= np.int64(1) << (i & 63)
+    elif qt[tail] <= t:
+        qn[tail] = node
+        qm[W_TAIL + i] = node
+    else:
+        prev = -1
+        x = qm[W_HEAD + i]
+        while qt[x] <= t:
+            prev = x
+            x = qn[x]
+        qn[node] = x
+        if prev < 0:
+            qm[W_HEAD + i] = node
+        else:
+            qn[prev] = node
+
+
+@njit(cache=True, _nrt=False)
 def push(qt, qd, qn, qm, t, d):  # type: ignore[no-untyped-def]
     """Queue event d at time t (t >= the time last popped)."""
     node = qm[FREE]
-    if node < 0 or t < qm[LAST]:
+    if node < 0 or t < qm[NOW]:
         qm[SIZE] = ERROR
         return
     qm[FREE] = qn[node]
     qt[node] = t
     qd[node] = d
-    qn[node] = -1
-    b = _bit_length(t ^ qm[LAST])
-    if qm[HEAD + b] < 0:
-        qm[HEAD + b] = node
-        qm[MASK] |= np.int64(1) << b
-    else:
-        qn[qm[TAIL + b]] = node
-    qm[TAIL + b] = node
     qm[SIZE] += 1
+    if (t >> SLOT_BITS) - qm[CUR] < WHEEL:
+        _wheel_add(qt, qn, qm, node, t)
+    else:
+        # beyond the wheel (rare: timers far ahead): appended to the far list, in push order
+        qn[node] = -1
+        if qm[F_HEAD] < 0:
+            qm[F_HEAD] = node
+        else:
+            qn[qm[F_TAIL]] = node
+        qm[F_TAIL] = node
+        if t < qm[F_MIN]:
+            qm[F_MIN] = t
+
+
+@njit(cache=True, _nrt=False)
+def _next_slot(qm, cur):  # type: ignore[no-untyped-def]
+    """The first non-empty wheel slot from `cur` on (absolute), or -1 if the wheel is empty."""
+    i = cur & (WHEEL - 1)
+    w = i >> 6
+    bits = qm[W_BITS + w] & (np.int64(-1) << (i & 63))
+    for k in range(WHEEL // 64 + 1):
+        if bits != 0:
+            j = (w << 6) + _lowest_bit(bits)
+            return cur + ((j - i) & (WHEEL - 1))
+        w = (w + 1) & (WHEEL // 64 - 1)
+        bits = qm[W_BITS + w]
+    return -1
+
+
+@njit(cache=True, _nrt=False)
+def _enter(qt, qn, qm, cur):  # type: ignore[no-untyped-def]
+    """Move the far events of the slots that entered the wheel (now first at `cur`) into them,
+    in push order: those slots hold no event yet, so (time, push) order holds."""
+    prev = -1
+    x = qm[F_HEAD]
+    m = INF
+    while x >= 0:
+        nxt = qn[x]
+        if (qt[x] >> SLOT_BITS) - cur < WHEEL:
+            if prev < 0:
+                qm[F_HEAD] = nxt
+            else:
+                qn[prev] = nxt
+            if nxt < 0:
+                qm[F_TAIL] = prev
+            _wheel_add(qt, qn, qm, x, qt[x])
+        else:
+            if qt[x] < m:
+                m = qt[x]
+            prev = x
+        x = nxt
+    qm[F_MIN] = m
 
 
 @njit(cache=True, _nrt=False)
 def pop(qt, qd, qn, qm):  # type: ignore[no-untyped-def]
     """(time, payload) of the first event; the queue must not be empty."""
-    h = qm[HEAD]
+    cur = qm[CUR]
+    h = qm[W_HEAD + (cur & (WHEEL - 1))]
     if h < 0:
-        # bucket 0 is empty: the lowest non-empty bucket's earliest time becomes `last`
-        mask = qm[MASK]
-        b = _lowest_bit(mask & ~np.int64(1))
-        node = qm[HEAD + b]
-        m = qt[node]
-        node = qn[node]
-        while node >= 0:
-            if qt[node] < m:
-                m = qt[node]
-            node = qn[node]
-        qm[LAST] = m
-        mask &= ~(np.int64(1) << b)
-        node = qm[HEAD + b]
-        qm[HEAD + b] = -1
-        while node >= 0:
-            nxt = qn[node]
-            qn[node] = -1
-            nb = _bit_length(qt[node] ^ m)
-            if qm[HEAD + nb] < 0:
-                qm[HEAD + nb] = node
-                mask |= np.int64(1) << nb
-            else:
-                qn[qm[TAIL + nb]] = node
-            qm[TAIL + nb] = node
-            node = nxt
-        qm[MASK] = mask
-        h = qm[HEAD]
+        nxt = _next_slot(qm, cur)
+        if nxt < 0:  # the wheel is empty: on to the far queue's first slot
+            nxt = qm[F_MIN] >> SLOT_BITS
+        cur = nxt
+        qm[CUR] = cur
+        if (qm[F_MIN] >> SLOT_BITS) - cur < WHEEL:
+            _enter(qt, qn, qm, cur)
+        h = qm[W_HEAD + (cur & (WHEEL - 1))]
+    i = cur & (WHEEL - 1)
     nxt = qn[h]
-    qm[HEAD] = nxt
+    qm[W_HEAD + i] = nxt
+    if nxt < 0:
+        qm[W_TAIL + i] = -1
+        qm[W_BITS + (i >> 6)] &= ~(np.int64(1) << (i & 63))
     qn[h] = qm[FREE]
     qm[FREE] = h
     qm[SIZE] -= 1
+    qm[NOW] = qt[h]
     return qt[h], qd[h]

@@ -177,7 +177,7 @@ def opcode_kind(opcode: int) -> int:
     return OPCODE_KIND[opcode & 0xFF]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def process(
     js: np.ndarray,
     flows: np.ndarray,
