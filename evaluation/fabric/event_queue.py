@@ -66,7 +66,7 @@ def new_queue(capacity: int) -> EventQueue:
     qm = np.full(META, -1, dtype=np.int64)
     qm[W_BITS:F_HEAD] = 0
     qm[F_MIN] = INF
-    qm[CUR : META] = 0
+    qm[CUR:META] = 0
     return EventQueue(
         qt=np.zeros(capacity, np.int64), qd=np.zeros(capacity, np.int64), qn=qn, qm=qm
     )
@@ -152,7 +152,7 @@ def _next_slot(qm, cur):  # type: ignore[no-untyped-def]
     i = cur & (WHEEL - 1)
     w = i >> 6
     bits = qm[W_BITS + w] & (np.int64(-1) << (i & 63))
-    for k in range(WHEEL // 64 + 1):
+    for _k in range(WHEEL // 64 + 1):
         if bits != 0:
             j = (w << 6) + _lowest_bit(bits)
             return cur + ((j - i) & (WHEEL - 1))
