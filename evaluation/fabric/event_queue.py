@@ -187,6 +187,14 @@ def _enter(qt, qn, qm, cur):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, _nrt=False)
+def has(qt, qm, t):  # type: ignore[no-untyped-def]
+    """An event at t (the time last popped) is queued: the current slot's first event is at t.
+    Else an event pushed for t would pop next, so the kernel may run it in place."""
+    h = qm[W_HEAD + (qm[CUR] & (WHEEL - 1))]
+    return h >= 0 and qt[h] == t
+
+
+@njit(cache=True, _nrt=False)
 def pop(qt, qd, qn, qm):  # type: ignore[no-untyped-def]
     """(time, payload) of the first event; the queue must not be empty."""
     cur = qm[CUR]

@@ -297,13 +297,21 @@ def run(
                         )
                     ):
                         snd_sched[f] = 1
-                        eq.push(qt, qd, qn, qm, max(now, next_avail[f]), EV_QP_READY | (f << 4))
-                    continue
-                port = f_rpath[f, hop]
-                portu = np.uint64(port)
-                link = f_rpath[f, hop - 1]
-                prio = 2 if ack_ctrl else f_cls[f]
-                size = ack_bytes
+                        if next_avail[f] > now or eq.has(qt, qm, now):
+                            eq.push(qt, qd, qn, qm, max(now, next_avail[f]), EV_QP_READY | (f << 4))
+                            continue
+                        # the event would pop next (nothing else at `now`): run it here
+                        stats[S_EVENTS] += 1
+                        ev = EV_QP_READY
+                        x = f
+                    else:
+                        continue
+                else:
+                    port = f_rpath[f, hop]
+                    portu = np.uint64(port)
+                    link = f_rpath[f, hop - 1]
+                    prio = 2 if ack_ctrl else f_cls[f]
+                    size = ack_bytes
             else:
                 if hop == f_plen[f]:
                     # the receiver: RdmaHw::ReceiveUdp / ReceiverCheckSeq (ACK interval 1)
@@ -361,109 +369,119 @@ def run(
                     pk_hop[pku] = 1
                     h = f_rpath[f, 0]
                     _enq(a_head, a_tail, a_len, pk_next, h, 0, pk)
-                    if pending[h] == 0:
+                    if pending[h] != 0:
+                        continue
+                    if busy[h] > now or jobs_left == 0 or eq.has(qt, qm, now):
                         pending[h] = 1
                         eq.push(qt, qd, qn, qm, max(now, busy[h]), EV_NIC_TXDONE | (h << 4))
-                    continue
-                # a switch: ingress Symphony, then the egress queue
-                port = f_path[f, hop]
-                portu = np.uint64(port)
-                link = f_path[f, hop - 1]
-                prio = f_cls[f]
-                size = mtu
-                stats[S_HOPS] += 1
-                if mode == MODE_SYMPHONY and sym_unit[portu] >= 0:
-                    unit = sym_unit[portu]  # the state's row: this switch, or this egress port
-                    idx = pk_idx[pku]
-                    npk = f_npk[f]
-                    if npk == 1:
-                        opc = WRITE_ONLY
-                    elif idx == 0:
-                        opc = WRITE_FIRST
-                    elif idx == npk - 1:
-                        opc = WRITE_LAST
+                        continue
+                    # the event would pop next (nothing else at `now`): run it here
+                    stats[S_EVENTS] += 1
+                    ev = EV_NIC_TXDONE
+                    x = h
+                else:
+                    # a switch: ingress Symphony, then the egress queue
+                    port = f_path[f, hop]
+                    portu = np.uint64(port)
+                    link = f_path[f, hop - 1]
+                    prio = f_cls[f]
+                    size = mtu
+                    stats[S_HOPS] += 1
+                    if mode == MODE_SYMPHONY and sym_unit[portu] >= 0:
+                        unit = sym_unit[portu]  # the state's row: this switch, or this egress port
+                        idx = pk_idx[pku]
+                        npk = f_npk[f]
+                        if npk == 1:
+                            opc = WRITE_ONLY
+                        elif idx == 0:
+                            opc = WRITE_FIRST
+                        elif idx == npk - 1:
+                            opc = WRITE_LAST
+                        else:
+                            opc = WRITE_MIDDLE
+                        j = f_job[f]
+                        s = f_step[f]
+                        _p, thr, _outp = sk.process(
+                            js,
+                            flows_tab,
+                            prm,
+                            unit,
+                            j,
+                            f_row[f],  # the flow's slot as a row of the dense flows_tab
+                            f_sig[f],
+                            s,
+                            opc,
+                            (f_psn0[f] + idx) & 0xFFFFFF,
+                            (now // 1000) & 0xFFFFFFFF,
+                            log_tab,
+                            alpha_tab,
+                            thr_tab,
+                        )
+                        if thr > 0 and now >= late_start_ps:
+                            coin = np.random.randint(0, sk.COIN_RANGE) if thr < sk.COIN_RANGE else 0
+                            if sk.decide(thr, coin):
+                                js[unit, j, sk.JS_MARKS] += (
+                                    1  # decisions, as the switch counts them
+                                )
+                                # the backlog gate on the depth this packet joins, in MTUs of its
+                                # class
+                                depth = q_bytes[portu, prio] // mtu
+                                if sk.symphony_ce(True, depth, prm[j, sk.P_SYM_GATE]):
+                                    stats[S_SYM_MARKS] += 1
+                                    pk_ce[pku] = 1
+                                    if not sk.step_later(s, js[unit, j, sk.JS_STEP_MIN]):
+                                        stats[S_MARKS_NOT_OUTPACING] += 1
+            if ev == EV_ARRIVE:  # not a host: the packet is at a switch
+                sw = port_switch[portu]
+                pk_prio[pku] = prio
+                # enqueue (drop-tail on the port's bytes, or on the switch's shared buffer; the
+                # control class is outside both)
+                if prio < 2 and (
+                    (sw_used[sw] + size > sw_cap)
+                    if pfc
+                    else (q_bytes[portu, 0] + q_bytes[portu, 1] + size > port_cap)
+                ):
+                    if kind == KIND_DATA:
+                        stats[S_DROPPED] += 1
                     else:
-                        opc = WRITE_MIDDLE
-                    j = f_job[f]
-                    s = f_step[f]
-                    _p, thr, _outp = sk.process(
-                        js,
-                        flows_tab,
-                        prm,
-                        unit,
-                        j,
-                        f_row[f],  # the flow's slot as a row of the dense flows_tab
-                        f_sig[f],
-                        s,
-                        opc,
-                        (f_psn0[f] + idx) & 0xFFFFFF,
-                        (now // 1000) & 0xFFFFFFFF,
-                        log_tab,
-                        alpha_tab,
-                        thr_tab,
-                    )
-                    if thr > 0 and now >= late_start_ps:
-                        coin = np.random.randint(0, sk.COIN_RANGE) if thr < sk.COIN_RANGE else 0
-                        if sk.decide(thr, coin):
-                            js[unit, j, sk.JS_MARKS] += 1  # decisions, as the switch counts them
-                            # the backlog gate on the depth this packet joins, in MTUs of its
-                            # class
-                            depth = q_bytes[portu, prio] // mtu
-                            if sk.symphony_ce(True, depth, prm[j, sk.P_SYM_GATE]):
-                                stats[S_SYM_MARKS] += 1
-                                pk_ce[pku] = 1
-                                if not sk.step_later(s, js[unit, j, sk.JS_STEP_MIN]):
-                                    stats[S_MARKS_NOT_OUTPACING] += 1
-            sw = port_switch[portu]
-            pk_prio[pku] = prio
-            # enqueue (drop-tail on the port's bytes, or on the switch's shared buffer; the
-            # control class is outside both)
-            if prio < 2 and (
-                (sw_used[sw] + size > sw_cap)
-                if pfc
-                else (q_bytes[portu, 0] + q_bytes[portu, 1] + size > port_cap)
-            ):
-                if kind == KIND_DATA:
-                    stats[S_DROPPED] += 1
-                else:
-                    stats[S_CTRL_DROPPED] += 1
-                free[nfree] = pk
-                nfree += 1
-                continue
-            _enq(q_head, q_tail, q_len, pk_next, port, prio, pk)
-            q_bytes[portu, prio] += size
-            pk_in[pku] = -1
-            if pfc and prio < 2:
-                pk_in[pku] = link
-                sw_used[sw] += size
-                if sw_used[sw] > max_sw_b:
-                    max_sw_b = sw_used[sw]
-                ing[link, prio] += size
-                if xoff[link, prio]:
-                    # arrived after our XOFF: what the headroom has to hold
-                    after_xoff[link, prio] += size
-                    if after_xoff[link, prio] > hdrm_b:
-                        hdrm_b = after_xoff[link, prio]
-                elif ing[link, prio] > (sw_free[sw] - sw_used[sw]) >> pfc_shift:
-                    xoff[link, prio] = 1
-                    after_xoff[link, prio] = 0
-                    stats[S_PAUSES] += 1
-                    eq.push(
-                        qt, qd, qn, qm, now + prop_ps, EV_PFC | ((link * 4 + prio * 2 + 1) << 4)
-                    )
-            depth = (q_bytes[portu, 0] + q_bytes[portu, 1] + mtu - 1) // mtu
-            if depth > stats[S_MAX_QUEUE]:
-                stats[S_MAX_QUEUE] = depth
-            if pending[portu] == 0:
-                if busy[portu] <= now:
-                    ev = EV_PORT_TXDONE  # start now, below
-                else:
-                    pending[portu] = 1
-                    eq.push(qt, qd, qn, qm, busy[portu], EV_PORT_TXDONE | (port << 4))
+                        stats[S_CTRL_DROPPED] += 1
+                    free[nfree] = pk
+                    nfree += 1
                     continue
-            else:
-                continue
-            x = port
+                _enq(q_head, q_tail, q_len, pk_next, port, prio, pk)
+                q_bytes[portu, prio] += size
+                pk_in[pku] = -1
+                if pfc and prio < 2:
+                    pk_in[pku] = link
+                    sw_used[sw] += size
+                    if sw_used[sw] > max_sw_b:
+                        max_sw_b = sw_used[sw]
+                    ing[link, prio] += size
+                    if xoff[link, prio]:
+                        # arrived after our XOFF: what the headroom has to hold
+                        after_xoff[link, prio] += size
+                        if after_xoff[link, prio] > hdrm_b:
+                            hdrm_b = after_xoff[link, prio]
+                    elif ing[link, prio] > (sw_free[sw] - sw_used[sw]) >> pfc_shift:
+                        xoff[link, prio] = 1
+                        after_xoff[link, prio] = 0
+                        stats[S_PAUSES] += 1
+                        eq.push(
+                            qt, qd, qn, qm, now + prop_ps, EV_PFC | ((link * 4 + prio * 2 + 1) << 4)
+                        )
+                depth = (q_bytes[portu, 0] + q_bytes[portu, 1] + mtu - 1) // mtu
+                if depth > stats[S_MAX_QUEUE]:
+                    stats[S_MAX_QUEUE] = depth
+                if pending[portu] == 0:
+                    if busy[portu] <= now:
+                        ev = EV_PORT_TXDONE  # start now, below
+                    else:
+                        pending[portu] = 1
+                        eq.push(qt, qd, qn, qm, busy[portu], EV_PORT_TXDONE | (port << 4))
+                        continue
+                else:
+                    continue
+                x = port
 
         if ev == EV_PORT_TXDONE:
             port = x
