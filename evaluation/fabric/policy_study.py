@@ -246,6 +246,13 @@ def main(argv: list[str] | None = None) -> None:
         "(CHOOSE); gates: the first sweep's gate x k grid (GATES)",
     )
     ap.add_argument("--variant", action="append", help="run only these variants (e.g. baseline)")
+    ap.add_argument(
+        "--step-index",
+        choices=("collective", "sport"),
+        default="collective",
+        help="the step Symphony reads: the collective's (default) or the UDP source port's "
+        "per-pair message counter, what Astra-Sim's ns-3 frontend writes (FabricConfig)",
+    )
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--cluster", metavar="ADDR", help="a Dask scheduler (see __main__)")
     ap.add_argument("--out", type=Path, default=Path("build/policy-study"))
@@ -259,7 +266,10 @@ def main(argv: list[str] | None = None) -> None:
     by_scenario = study_runs(seeds, sweep, big, policies)
     wanted = args.only or [s for s in ORDER if s != "table1-128" or args.seeds_128]
     runs = [
-        r for s in wanted for r in by_scenario[s] if not args.variant or r.variant in args.variant
+        replace(r, cfg=replace(r.cfg, step_index=args.step_index))
+        for s in wanted
+        for r in by_scenario[s]
+        if not args.variant or r.variant in args.variant
     ]
     runs.sort(key=lambda r: -r.cfg.hosts * lockstep_bound_us(r.cfg))  # longest first
     args.out.mkdir(parents=True, exist_ok=True)
