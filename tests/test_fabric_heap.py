@@ -64,3 +64,15 @@ def test_a_full_queue_and_an_event_in_the_past_are_refused() -> None:
     assert eq.pop(*q) == (10, 0)
     eq.push(*q, 5, 0)
     assert q.qm[eq.SIZE] < 0
+
+
+def test_pops_next_only_for_now_with_nothing_else_at_now() -> None:
+    q = eq.new_queue(8)
+    eq.push(*q, 100, 1)
+    eq.push(*q, 100, 2)
+    eq.push(*q, 200, 3)
+    assert eq.pop(*q) == (100, 1)
+    assert not eq.pops_next(q.qt, q.qm, 100, 100)  # (100, 2) is queued: it pops first
+    assert not eq.pops_next(q.qt, q.qm, 100, 150)  # later than now
+    assert eq.pop(*q) == (100, 2)
+    assert eq.pops_next(q.qt, q.qm, 100, 100)
