@@ -30,3 +30,13 @@ def test_a_shift_inside_and_one_outside_the_spread(tmp_path: Path) -> None:
     assert by["symphony"].seeds == 8
     assert abs(by["symphony"].old_vs_base - (83.5 / 103.5 - 1)) < 1e-12
     assert "**yes**" in compare.markdown(rows)
+
+
+def test_wide_shows_each_variant_against_its_baseline(tmp_path: Path) -> None:
+    old = [("s", "baseline", k, 100.0) for k in range(4)] + [("s", "pq", k, 90.0) for k in range(4)]
+    new = [("s", "baseline", k, 100.0) for k in range(4)] + [("s", "pq", k, 80.0) for k in range(4)]
+    rows = compare.compare(
+        compare.load(_csv(tmp_path / "old.csv", old)), compare.load(_csv(tmp_path / "new.csv", new))
+    )
+    line = compare.wide(rows).splitlines()[2]
+    assert line == "| s |  | 4 | 100.0 -> 100.0 | -10.0 % -> -20.0 %* |"

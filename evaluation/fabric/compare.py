@@ -2,7 +2,8 @@
 variant, param), each variant against its baseline, and whether the shift is outside the seeds'
 spread.
 
-    python -m evaluation.fabric.compare OLD/runs.csv NEW/runs.csv [--markdown]
+    python -m evaluation.fabric.compare OLD/runs.csv NEW/runs.csv          # one row per cell
+    python -m evaluation.fabric.compare OLD/runs.csv NEW/runs.csv --wide   # one per setting
 
 A cell's shift is "outside the spread" when the new median lies outside the old runs'
 interquartile range and the old median outside the new runs' (the seeds of one set, run to
@@ -112,13 +113,47 @@ def markdown(rows: list[Shift]) -> str:
     return "\n".join(out)
 
 
+def wide(rows: list[Shift]) -> str:
+    """One row per (scenario, param): the baseline's median old -> new, each other variant's
+    change against it old -> new; a * marks a cell whose shift is outside the seeds' spread."""
+    variants = sorted({r.cell[1] for r in rows} - {"baseline"})
+    by = {r.cell: r for r in rows}
+    settings = sorted({(r.cell[0], r.cell[2]) for r in rows}, key=lambda k: rows_order(rows, k))
+    head = "| scenario | param | seeds | baseline (ms) | " + " | ".join(variants) + " |"
+    out = [head, "|---|---|---:|---:|" + "---:|" * len(variants)]
+    for sc, param in settings:
+        base = by.get((sc, "baseline", param))
+        cells = []
+        for v in variants:
+            r = by.get((sc, v, param))
+            if r is None or r.old_vs_base is None or r.new_vs_base is None:
+                cells.append("-")
+            else:
+                mark = "*" if r.outside else ""
+                cells.append(f"{_pct(r.old_vs_base)} -> {_pct(r.new_vs_base)}{mark}")
+        seeds = max(r.seeds for r in rows if (r.cell[0], r.cell[2]) == (sc, param))
+        b = (
+            "-"
+            if base is None
+            else f"{base.old_ms:.1f} -> {base.new_ms:.1f}{'*' if base.outside else ''}"
+        )
+        out.append(f"| {sc} | {param} | {seeds} | {b} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def rows_order(rows: list[Shift], key: tuple[str, str]) -> int:
+    """Settings in the order the input lists them."""
+    return next(i for i, r in enumerate(rows) if (r.cell[0], r.cell[2]) == key)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("old", type=Path)
     ap.add_argument("new", type=Path)
+    ap.add_argument("--wide", action="store_true", help="one row per (scenario, param)")
     args = ap.parse_args()
     rows = compare(load(args.old), load(args.new))
-    print(markdown(rows))
+    print(wide(rows) if args.wide else markdown(rows))
     n_out = sum(r.outside for r in rows)
     print(f"\n{len(rows)} cells, {n_out} shifted outside the seeds' spread")
 
