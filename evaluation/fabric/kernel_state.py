@@ -105,7 +105,7 @@ def new_state(
     n_hosts = topo.n_hosts
     n_jobs = flows.n_jobs
     pool = lim.pool_size
-    heap_cap = pool + 8 * nf + 12 * n_ports + bg.port.shape[0] + 1024
+    queue_cap = pool + 8 * nf + 12 * n_ports + bg.port.shape[0] + 1024
     per_host = np.bincount(flows.src, minlength=n_hosts)
     rq_cap = int(per_host.max(initial=0)) + 2  # a host's flows can all be ready at once
 
@@ -117,7 +117,7 @@ def new_state(
 
     return State(
         flows_tab=zeros(n_units, int(flows.slot_row.max(initial=0)) + 1),
-        **new_queue(heap_cap)._asdict(),
+        **new_queue(queue_cap)._asdict(),
         pk_flow=zeros(pool),
         pk_kind=zeros(pool),
         pk_idx=zeros(pool),
