@@ -66,13 +66,12 @@ def test_a_full_queue_and_an_event_in_the_past_are_refused() -> None:
     assert q.qm[eq.SIZE] < 0
 
 
-def test_pops_next_only_for_now_with_nothing_else_at_now() -> None:
+def test_has_an_event_at_now_only_while_one_is_queued() -> None:
     q = eq.new_queue(8)
     eq.push(*q, 100, 1)
     eq.push(*q, 100, 2)
     eq.push(*q, 200, 3)
     assert eq.pop(*q) == (100, 1)
-    assert not eq.pops_next(q.qt, q.qm, 100, 100)  # (100, 2) is queued: it pops first
-    assert not eq.pops_next(q.qt, q.qm, 100, 150)  # later than now
+    assert eq.has(q.qt, q.qm, 100)  # (100, 2) is queued: it pops first
     assert eq.pop(*q) == (100, 2)
-    assert eq.pops_next(q.qt, q.qm, 100, 100)
+    assert not eq.has(q.qt, q.qm, 100)  # an event pushed for 100 now would pop next

@@ -185,14 +185,14 @@ def _enter(qt, qn, qm, cur):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, _nrt=False)
-def pops_next(qt, qm, now, t):  # type: ignore[no-untyped-def]
-    """An event pushed now for time t would be the next one popped: t is `now` (the time last
-    popped) and no event at `now` is queued (the current slot's first event is later). The
-    kernel then runs it in place instead of pushing it: the same run, one push and pop fewer."""
-    if t != now:
-        return False
+def has(qt, qm, t):  # type: ignore[no-untyped-def]
+    """An event at t (the time last popped) is queued: the current slot's first event is at t.
+    If not, an event pushed now for t would be the next one popped, so the kernel runs it in
+    place instead (the same run, one push and pop fewer). The kernel calls this only once the
+    event's time is known to be t: a call in numba passes seven words per array, and on every
+    ACK that cost 14 % of the run (measured)."""
     h = qm[W_HEAD + (qm[CUR] & (WHEEL - 1))]
-    return h < 0 or qt[h] != now
+    return h >= 0 and qt[h] == t
 
 
 @njit(cache=True, _nrt=False)

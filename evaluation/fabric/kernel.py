@@ -297,11 +297,11 @@ def run(
                         )
                     ):
                         snd_sched[f] = 1
-                        t = max(now, next_avail[f])
-                        if not eq.pops_next(qt, qm, now, t):
-                            eq.push(qt, qd, qn, qm, t, EV_QP_READY | (f << 4))
+                        if next_avail[f] > now or eq.has(qt, qm, now):
+                            eq.push(qt, qd, qn, qm, max(now, next_avail[f]), EV_QP_READY | (f << 4))
                             continue
-                        stats[S_EVENTS] += 1  # run in place below, counted as its event
+                        # the event would pop next (nothing else at `now`): run it here
+                        stats[S_EVENTS] += 1
                         ev = EV_QP_READY
                         x = f
                     else:
@@ -371,12 +371,12 @@ def run(
                     _enq(a_head, a_tail, a_len, pk_next, h, 0, pk)
                     if pending[h] != 0:
                         continue
-                    t = max(now, busy[h])
-                    if jobs_left == 0 or not eq.pops_next(qt, qm, now, t):
-                        pending[h] = 1  # (after the last job, as before: pushed, never run)
-                        eq.push(qt, qd, qn, qm, t, EV_NIC_TXDONE | (h << 4))
+                    if busy[h] > now or jobs_left == 0 or eq.has(qt, qm, now):
+                        pending[h] = 1
+                        eq.push(qt, qd, qn, qm, max(now, busy[h]), EV_NIC_TXDONE | (h << 4))
                         continue
-                    stats[S_EVENTS] += 1  # run in place below, counted as its event
+                    # the event would pop next (nothing else at `now`): run it here
+                    stats[S_EVENTS] += 1
                     ev = EV_NIC_TXDONE
                     x = h
                 else:
