@@ -5,7 +5,7 @@ so that a faster kernel can be proved to give the same runs bit for bit.
     python tests/fabric_reference.py            # re-record tests/data/fabric_reference.csv
 
 Re-record only for a deliberate change of the simulation's semantics, in its own commit that
-says so.
+says so and bumps `evaluation.fabric.kernel.RESULTS_VERSION` (sweep stores key on it).
 """
 
 from __future__ import annotations

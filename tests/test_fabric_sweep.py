@@ -144,3 +144,18 @@ def test_a_killed_driver_resumes_with_what_is_missing(tmp_path: Path) -> None:
     keys = [json.loads(line)["key"] for line in after]
     assert len(keys) == len(set(keys)) == total
     assert len(_csv(tmp_path / "runs.csv")) == total
+
+
+def test_a_store_of_another_kernel_version_is_run_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A runs.jsonl written by a kernel that gave other runs (an older RESULTS_VERSION) is not
+    read back as this kernel's results."""
+    import evaluation.fabric.sweep as sweep
+
+    run = Run("s", "baseline", "", FabricConfig(hosts=8), 0)
+    store = RunStore(tmp_path / STORE_NAME)
+    store.add(Result(run_key(run), {"cct_us": 1.0}, None))
+    store.close()
+    monkeypatch.setattr(sweep, "RESULTS_VERSION", sweep.RESULTS_VERSION + 1)
+    assert run_key(run) not in RunStore(tmp_path / STORE_NAME)

@@ -1,10 +1,10 @@
-"""A sweep: every run of a list as one task, on a local process pool (the default, no service)
-or on a Dask distributed cluster (`cluster=` a scheduler address), each result stored the
-moment it arrives in a JSON-lines file beside runs.csv (`RunStore`), keyed by (scenario,
-variant, param, seed, config hash). A restarted sweep runs only the keys the store lacks; a run
-whose worker was lost is resubmitted by Dask's scheduler, and the store keeps the first result
-of a key, so no run counts twice. A run's result is a function of (config, seed) alone: where it
-ran shows only in wall_s.
+"""A sweep: every run of a list as one task, on a local process pool (the default, no service) or
+on a Dask distributed cluster (`cluster=` a scheduler address), each result stored the moment it
+arrives in a JSON-lines file beside runs.csv (`RunStore`), keyed by (scenario, variant, param,
+seed, config hash, the kernel's RESULTS_VERSION). A restarted sweep runs only the keys the store
+lacks; a run whose worker was lost is resubmitted by Dask's scheduler, and the store keeps the
+first result of a key, so no run counts twice. A run's result is a function of (config, seed)
+and the kernel's version alone: where it ran shows only in wall_s.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from evaluation.fabric.kernel import RESULTS_VERSION
 from evaluation.fabric.rows import keeps_series, row
 from evaluation.fabric.scenarios import Run
 from evaluation.fabric.sim import simulate
@@ -36,7 +37,17 @@ def config_hash(run: Run) -> str:
 
 
 def run_key(run: Run) -> str:
-    return "|".join((run.scenario, run.variant, run.param, str(run.seed), config_hash(run)))
+    """The store's key: a run of another kernel version (one that gave other runs) is not it."""
+    return "|".join(
+        (
+            run.scenario,
+            run.variant,
+            run.param,
+            str(run.seed),
+            config_hash(run),
+            f"v{RESULTS_VERSION}",
+        )
+    )
 
 
 @dataclass(frozen=True)
