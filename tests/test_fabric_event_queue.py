@@ -10,21 +10,21 @@ from evaluation.fabric import event_queue as eq
 
 def test_two_events_pushed_for_the_same_time_pop_in_push_order() -> None:
     q = eq.new_queue(16)
-    eq.push(*q, 500, 7)
-    eq.push(*q, 500, 3)
-    assert eq.pop(*q) == (500, 7)
-    assert eq.pop(*q) == (500, 3)
-    assert q.qm[eq.SIZE] == 0
+    eq.push(q, 500, 7)
+    eq.push(q, 500, 3)
+    assert eq.pop(q) == (500, 7)
+    assert eq.pop(q) == (500, 3)
+    assert q[eq.SIZE] == 0
 
 
 def test_equal_times_keep_push_order_across_bucket_moves() -> None:
     # 9 and 5 reach bucket 0 by a move (when 100 pops), 4 is pushed straight into it after
     q = eq.new_queue(16)
     for t, d in ((1 << 30, 9), (100, 1), (1 << 30, 5)):
-        eq.push(*q, t, d)
-    assert eq.pop(*q) == (100, 1)
-    eq.push(*q, 1 << 30, 4)
-    assert [eq.pop(*q) for _ in range(3)] == [(1 << 30, 9), (1 << 30, 5), (1 << 30, 4)]
+        eq.push(q, t, d)
+    assert eq.pop(q) == (100, 1)
+    eq.push(q, 1 << 30, 4)
+    assert [eq.pop(q) for _ in range(3)] == [(1 << 30, 9), (1 << 30, 5), (1 << 30, 4)]
 
 
 def test_random_pushes_and_pops_follow_time_then_push_order() -> None:
@@ -40,38 +40,38 @@ def test_random_pushes_and_pops_follow_time_then_push_order() -> None:
             # few distinct times ahead of now, some far: most pushes tie with another
             t = now + int(rng.integers(0, 6)) * 1000 + int(rng.integers(0, 2)) * (1 << 33)
             d = int(rng.integers(0, 1 << 40))
-            eq.push(*q, t, d)
+            eq.push(q, t, d)
             pending.append((t, pushes, d))
             pushes += 1
         else:
-            now, d = eq.pop(*q)
+            now, d = eq.pop(q)
             popped.append((now, d))
             first = min(pending)
             pending.remove(first)
             expected.append((first[0], first[2]))
-    assert q.qm[eq.SIZE] == len(pending)
+    assert q[eq.SIZE] == len(pending)
     assert popped == expected
 
 
 def test_a_full_queue_and_an_event_in_the_past_are_refused() -> None:
     q = eq.new_queue(2)
     for t in (10, 20, 30):
-        eq.push(*q, t, 0)
-    assert q.qm[eq.SIZE] < 0
+        eq.push(q, t, 0)
+    assert q[eq.SIZE] < 0
     q = eq.new_queue(4)
-    eq.push(*q, 10, 0)
-    eq.push(*q, 20, 0)
-    assert eq.pop(*q) == (10, 0)
-    eq.push(*q, 5, 0)
-    assert q.qm[eq.SIZE] < 0
+    eq.push(q, 10, 0)
+    eq.push(q, 20, 0)
+    assert eq.pop(q) == (10, 0)
+    eq.push(q, 5, 0)
+    assert q[eq.SIZE] < 0
 
 
 def test_has_an_event_at_now_only_while_one_is_queued() -> None:
     q = eq.new_queue(8)
-    eq.push(*q, 100, 1)
-    eq.push(*q, 100, 2)
-    eq.push(*q, 200, 3)
-    assert eq.pop(*q) == (100, 1)
-    assert eq.has(q.qt, q.qm, 100)  # (100, 2) is queued: it pops first
-    assert eq.pop(*q) == (100, 2)
-    assert not eq.has(q.qt, q.qm, 100)  # an event pushed for 100 now would pop next
+    eq.push(q, 100, 1)
+    eq.push(q, 100, 2)
+    eq.push(q, 200, 3)
+    assert eq.pop(q) == (100, 1)
+    assert eq.has(q, 100)  # (100, 2) is queued: it pops first
+    assert eq.pop(q) == (100, 2)
+    assert not eq.has(q, 100)  # an event pushed for 100 now would pop next

@@ -17,15 +17,16 @@ is pushed earlier than the last one popped, which a simulator's clock guarantees
 The queue pops exactly what a binary heap keyed by (time, push count) pops
 (`tests/test_fabric_event_queue.py`; the kernel's 45 reference runs were recorded with that
 heap, which the kernel had before this queue, and a radix heap between the two). Everything is
-in four preallocated arrays (the kernel allocates nothing): per event node its time, payload
-and next node; `qm` the wheel's heads, tails and bits, the far list's head, tail and earliest
-time, the current slot, the time last popped, the free list and the size (ERROR once a push
-was refused: the queue full, or an event earlier than the last one popped).
+in one preallocated int64 array (the kernel allocates nothing), so that a call passes one
+array (numba passes an array as seven words: four arrays cost 28 pushes per call, measured at
+7 % of the loop) and an event's time, payload and next node share a cache line (three arrays
+cost three misses per pop): the wheel's head and tail per slot side by side, its bits, the far
+list's head, tail and earliest time, the current slot, the time last popped, the free list and
+the size (ERROR once a push was refused: the queue full, or an event earlier than the last one
+popped), then the nodes, NODE words each. A node is named by its offset in the array.
 """
 
 from __future__ import annotations
-
-from typing import NamedTuple
 
 import numpy as np
 from llvmlite import ir
@@ -36,8 +37,8 @@ SLOT_BITS = 14  # a wheel slot: 16.4 ns
 WHEEL_BITS = 13
 WHEEL = 1 << WHEEL_BITS  # slots: 134 us ahead
 INF = np.int64(1 << 62)
-W_HEAD = 0  # qm[W_HEAD + i]: wheel slot i's first node, -1 when empty
-W_TAIL = WHEEL
+W_HEAD = 0  # q[W_HEAD + 2 * i]: wheel slot i's first node, -1 when empty
+W_TAIL = 1  # q[W_TAIL + 2 * i]: its last node
 W_BITS = 2 * WHEEL  # WHEEL // 64 words: bit i set iff slot i is non-empty
 F_HEAD = W_BITS + WHEEL // 64  # the far list (events beyond the wheel, in push order)
 F_TAIL = F_HEAD + 1
@@ -46,28 +47,23 @@ CUR = F_HEAD + 3  # the wheel's first slot (absolute: time >> SLOT_BITS)
 NOW = F_HEAD + 4  # the time last popped
 FREE = F_HEAD + 5  # the first free node, -1 when none
 SIZE = F_HEAD + 6  # events queued, or ERROR once a push was refused
-META = F_HEAD + 7
+META = F_HEAD + 8  # a multiple of NODE: nodes start on a 32-byte boundary of the array
+NODE = 4  # words per node: time, payload, next node (-1: none), unused
+N_TIME, N_DATA, N_NEXT = 0, 1, 2
 ERROR = -(1 << 62)
 
 
-class EventQueue(NamedTuple):
-    qt: np.ndarray  # [node] time, ps
-    qd: np.ndarray  # [node] payload
-    qn: np.ndarray  # [node] next node in its bucket, or in the free list
-    qm: np.ndarray  # [META] heads, tails, mask, last, free, size
-
-
-def new_queue(capacity: int) -> EventQueue:
+def new_queue(capacity: int) -> np.ndarray:
     """An empty queue for at most `capacity` events at once."""
-    qn = np.arange(1, capacity + 1, dtype=np.int64)
-    qn[-1] = -1
-    qm = np.full(META, -1, dtype=np.int64)
-    qm[W_BITS:F_HEAD] = 0
-    qm[F_MIN] = INF
-    qm[CUR:META] = 0
-    return EventQueue(
-        qt=np.zeros(capacity, np.int64), qd=np.zeros(capacity, np.int64), qn=qn, qm=qm
-    )
+    q = np.zeros(META + NODE * capacity, dtype=np.int64)
+    q[:W_BITS] = -1
+    q[F_HEAD] = q[F_TAIL] = -1
+    q[F_MIN] = INF
+    nodes = META + NODE * np.arange(capacity, dtype=np.int64)
+    q[nodes + N_NEXT] = nodes + NODE  # the free list, in order
+    q[nodes[-1] + N_NEXT] = -1
+    q[FREE] = META
+    return q
 
 
 @intrinsic
@@ -94,130 +90,132 @@ def _lowest_bit(typingctx, x):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, _nrt=False)
-def _wheel_add(qt, qn, qm, node, t):  # type: ignore[no-untyped-def]
+def _wheel_add(q, node, t):  # type: ignore[no-untyped-def]
     """Into its slot after every event not later than it."""
-    i = (t >> SLOT_BITS) & (WHEEL - 1)
-    tail = qm[W_TAIL + i]
-    qn[node] = -1
+    w = 2 * ((t >> SLOT_BITS) & (WHEEL - 1))
+    tail = q[w + W_TAIL]
+    q[node + N_NEXT] = -1
     if tail < 0:
-        qm[W_HEAD + i] = node
-        qm[W_TAIL + i] = node
-        qm[W_BITS + (i >> 6)] |= np.int64(1) << (i & 63)
-    elif qt[tail] <= t:
-        qn[tail] = node
-        qm[W_TAIL + i] = node
+        q[w + W_HEAD] = node
+        q[w + W_TAIL] = node
+        i = w >> 1
+        q[W_BITS + (i >> 6)] |= np.int64(1) << (i & 63)
+    elif q[tail + N_TIME] <= t:
+        q[tail + N_NEXT] = node
+        q[w + W_TAIL] = node
     else:
         prev = -1
-        x = qm[W_HEAD + i]
-        while qt[x] <= t:
+        x = q[w + W_HEAD]
+        while q[x + N_TIME] <= t:
             prev = x
-            x = qn[x]
-        qn[node] = x
+            x = q[x + N_NEXT]
+        q[node + N_NEXT] = x
         if prev < 0:
-            qm[W_HEAD + i] = node
+            q[w + W_HEAD] = node
         else:
-            qn[prev] = node
+            q[prev + N_NEXT] = node
 
 
 @njit(cache=True, _nrt=False)
-def push(qt, qd, qn, qm, t, d):  # type: ignore[no-untyped-def]
+def push(q, t, d):  # type: ignore[no-untyped-def]
     """Queue event d at time t (t >= the time last popped)."""
-    node = qm[FREE]
-    if node < 0 or t < qm[NOW]:
-        qm[SIZE] = ERROR
+    node = q[FREE]
+    if node < 0 or t < q[NOW]:
+        q[SIZE] = ERROR
         return
-    qm[FREE] = qn[node]
-    qt[node] = t
-    qd[node] = d
-    qm[SIZE] += 1
-    if (t >> SLOT_BITS) - qm[CUR] < WHEEL:
-        _wheel_add(qt, qn, qm, node, t)
+    q[FREE] = q[node + N_NEXT]
+    q[node + N_TIME] = t
+    q[node + N_DATA] = d
+    q[SIZE] += 1
+    if (t >> SLOT_BITS) - q[CUR] < WHEEL:
+        _wheel_add(q, node, t)
     else:
         # beyond the wheel (rare: timers far ahead): appended to the far list, in push order
-        qn[node] = -1
-        if qm[F_HEAD] < 0:
-            qm[F_HEAD] = node
+        q[node + N_NEXT] = -1
+        if q[F_HEAD] < 0:
+            q[F_HEAD] = node
         else:
-            qn[qm[F_TAIL]] = node
-        qm[F_TAIL] = node
-        if t < qm[F_MIN]:
-            qm[F_MIN] = t
+            q[q[F_TAIL] + N_NEXT] = node
+        q[F_TAIL] = node
+        if t < q[F_MIN]:
+            q[F_MIN] = t
 
 
 @njit(cache=True, _nrt=False)
-def _next_slot(qm, cur):  # type: ignore[no-untyped-def]
+def _next_slot(q, cur):  # type: ignore[no-untyped-def]
     """The first non-empty wheel slot from `cur` on (absolute), or -1 if the wheel is empty."""
     i = cur & (WHEEL - 1)
     w = i >> 6
-    bits = qm[W_BITS + w] & (np.int64(-1) << (i & 63))
+    bits = q[W_BITS + w] & (np.int64(-1) << (i & 63))
     for _k in range(WHEEL // 64 + 1):
         if bits != 0:
             j = (w << 6) + _lowest_bit(bits)
             return cur + ((j - i) & (WHEEL - 1))
         w = (w + 1) & (WHEEL // 64 - 1)
-        bits = qm[W_BITS + w]
+        bits = q[W_BITS + w]
     return -1
 
 
 @njit(cache=True, _nrt=False)
-def _enter(qt, qn, qm, cur):  # type: ignore[no-untyped-def]
+def _enter(q, cur):  # type: ignore[no-untyped-def]
     """Move the far events of the slots that entered the wheel (now first at `cur`) into them,
     in push order: those slots hold no event yet, so (time, push) order holds."""
     prev = -1
-    x = qm[F_HEAD]
+    x = q[F_HEAD]
     m = INF
     while x >= 0:
-        nxt = qn[x]
-        if (qt[x] >> SLOT_BITS) - cur < WHEEL:
+        nxt = q[x + N_NEXT]
+        t = q[x + N_TIME]
+        if (t >> SLOT_BITS) - cur < WHEEL:
             if prev < 0:
-                qm[F_HEAD] = nxt
+                q[F_HEAD] = nxt
             else:
-                qn[prev] = nxt
+                q[prev + N_NEXT] = nxt
             if nxt < 0:
-                qm[F_TAIL] = prev
-            _wheel_add(qt, qn, qm, x, qt[x])
+                q[F_TAIL] = prev
+            _wheel_add(q, x, t)
         else:
-            if qt[x] < m:
-                m = qt[x]
+            if t < m:
+                m = t
             prev = x
         x = nxt
-    qm[F_MIN] = m
+    q[F_MIN] = m
 
 
-@njit(cache=True, _nrt=False)
-def has(qt, qm, t):  # type: ignore[no-untyped-def]
+@njit(cache=True, _nrt=False, inline="always")
+def has(q, t):  # type: ignore[no-untyped-def]
     """An event at t (the time last popped) is queued: the current slot's first event is at t.
     If not, an event pushed now for t would be the next one popped, so the kernel runs it in
-    place instead (the same run, one push and pop fewer). The kernel calls this only once the
-    event's time is known to be t, which keeps a numba call (seven words per array passed) off
-    most ACKs' path; a variant that always called was not measurably different within this
-    machine's +-10 % run-to-run noise, and was not kept."""
-    h = qm[W_HEAD + (qm[CUR] & (WHEEL - 1))]
-    return h >= 0 and qt[h] == t
+    place instead (the same run, one push and pop fewer)."""
+    h = q[W_HEAD + 2 * (q[CUR] & (WHEEL - 1))]
+    return h >= 0 and q[h + N_TIME] == t
 
 
-@njit(cache=True, _nrt=False)
-def pop(qt, qd, qn, qm):  # type: ignore[no-untyped-def]
-    """(time, payload) of the first event; the queue must not be empty."""
-    cur = qm[CUR]
-    h = qm[W_HEAD + (cur & (WHEEL - 1))]
+@njit(cache=True, _nrt=False, inline="always")
+def pop(q):  # type: ignore[no-untyped-def]
+    """(time, payload) of the first event; the queue must not be empty. Inlined: the kernel
+    calls it from one place, and a call would pass the array as seven words."""
+    cur = q[CUR]
+    h = q[W_HEAD + 2 * (cur & (WHEEL - 1))]
     if h < 0:
-        nxt = _next_slot(qm, cur)
+        nxt = _next_slot(q, cur)
         if nxt < 0:  # the wheel is empty: on to the far queue's first slot
-            nxt = qm[F_MIN] >> SLOT_BITS
+            nxt = q[F_MIN] >> SLOT_BITS
         cur = nxt
-        qm[CUR] = cur
-        if (qm[F_MIN] >> SLOT_BITS) - cur < WHEEL:
-            _enter(qt, qn, qm, cur)
-        h = qm[W_HEAD + (cur & (WHEEL - 1))]
-    i = cur & (WHEEL - 1)
-    nxt = qn[h]
-    qm[W_HEAD + i] = nxt
+        q[CUR] = cur
+        if (q[F_MIN] >> SLOT_BITS) - cur < WHEEL:
+            _enter(q, cur)
+        h = q[W_HEAD + 2 * (cur & (WHEEL - 1))]
+    w = 2 * (cur & (WHEEL - 1))
+    nxt = q[h + N_NEXT]
+    q[w + W_HEAD] = nxt
     if nxt < 0:
-        qm[W_TAIL + i] = -1
-        qm[W_BITS + (i >> 6)] &= ~(np.int64(1) << (i & 63))
-    qn[h] = qm[FREE]
-    qm[FREE] = h
-    qm[SIZE] -= 1
-    qm[NOW] = qt[h]
-    return qt[h], qd[h]
+        q[w + W_TAIL] = -1
+        i = w >> 1
+        q[W_BITS + (i >> 6)] &= ~(np.int64(1) << (i & 63))
+    t = q[h + N_TIME]
+    q[h + N_NEXT] = q[FREE]
+    q[FREE] = h
+    q[SIZE] -= 1
+    q[NOW] = t
+    return t, q[h + N_DATA]

@@ -172,7 +172,7 @@ def run(
     f_done, f_begin, job_end = out.f_done, out.f_begin, out.job_end
     ov_series, rx_series, job_maxov = out.ov_series, out.rx_series, out.job_maxov
     stats, js, cc_trace = out.stats, out.js, out.cc_trace
-    flows_tab, qt, qd, qn, qm = st.flows_tab, st.qt, st.qd, st.qn, st.qm
+    flows_tab, q = st.flows_tab, st.q
     pk_flow, pk_kind, pk_idx, pk_hop = st.pk_flow, st.pk_kind, st.pk_idx, st.pk_hop
     pk_ce, pk_prio, pk_in, pk_next = st.pk_ce, st.pk_prio, st.pk_in, st.pk_next
     free, in_use, ack_ser = st.free, st.in_use, st.ack_ser
@@ -217,14 +217,14 @@ def run(
 
     for f in range(nf):
         if f_start[f] >= 0:
-            eq.push(qt, qd, qn, qm, f_start[f], EV_START | (f << 4))
+            eq.push(q, f_start[f], EV_START | (f << 4))
     for b in range(bg_port.shape[0]):
-        eq.push(qt, qd, qn, qm, bg_t0[b], EV_BG | (b << 4))
-    eq.push(qt, qd, qn, qm, 0, EV_SAMPLE)
+        eq.push(q, bg_t0[b], EV_BG | (b << 4))
+    eq.push(q, 0, EV_SAMPLE)
 
     now = 0
-    while qm[eq.SIZE] > 0 and jobs_left > 0:
-        now, d = eq.pop(qt, qd, qn, qm)
+    while q[eq.SIZE] > 0 and jobs_left > 0:
+        now, d = eq.pop(q)
         stats[S_EVENTS] += 1
         ev = d & 15
         x = d >> 4
@@ -290,7 +290,7 @@ def run(
                             if dec_next[f] <= now:
                                 dec_next[f] += ((now - dec_next[f]) // t_dec + 1) * t_dec
                             dec_pending[f] = 1
-                            eq.push(qt, qd, qn, qm, dec_next[f], EV_DEC | (f << 4))
+                            eq.push(q, dec_next[f], EV_DEC | (f << 4))
                     # TriggerTransmit: the ACK may have opened the window
                     if (
                         snd_sched[f] == 0
@@ -301,8 +301,8 @@ def run(
                         )
                     ):
                         snd_sched[f] = 1
-                        if next_avail[f] > now or eq.has(qt, qm, now):
-                            eq.push(qt, qd, qn, qm, max(now, next_avail[f]), EV_QP_READY | (f << 4))
+                        if next_avail[f] > now or eq.has(q, now):
+                            eq.push(q, max(now, next_avail[f]), EV_QP_READY | (f << 4))
                             continue
                         # the event would pop next (nothing else at `now`): run it here
                         stats[S_EVENTS] += 1
@@ -344,7 +344,7 @@ def run(
                                 nxt = succ_idx[e]
                                 wait[nxt] -= 1
                                 if wait[nxt] == 0:
-                                    eq.push(qt, qd, qn, qm, now, EV_START | (nxt << 4))
+                                    eq.push(q, now, EV_START | (nxt << 4))
                     elif idx > exp:
                         stats[S_OOO] += 1
                         if now >= nack_timer[f] or nack_last[f] != exp:
@@ -375,9 +375,9 @@ def run(
                     _enq(a_head, a_tail, a_len, pk_next, h, 0, pk)
                     if pending[h] != 0:
                         continue
-                    if busy[h] > now or jobs_left == 0 or eq.has(qt, qm, now):
+                    if busy[h] > now or jobs_left == 0 or eq.has(q, now):
                         pending[h] = 1
-                        eq.push(qt, qd, qn, qm, max(now, busy[h]), EV_NIC_TXDONE | (h << 4))
+                        eq.push(q, max(now, busy[h]), EV_NIC_TXDONE | (h << 4))
                         continue
                     # the event would pop next (nothing else at `now`): run it here
                     stats[S_EVENTS] += 1
@@ -471,7 +471,7 @@ def run(
                         after_xoff[link, prio] = 0
                         stats[S_PAUSES] += 1
                         eq.push(
-                            qt, qd, qn, qm, now + prop_ps, EV_PFC | ((link * 4 + prio * 2 + 1) << 4)
+                            q, now + prop_ps, EV_PFC | ((link * 4 + prio * 2 + 1) << 4)
                         )
                 depth = (q_bytes[portu, 0] + q_bytes[portu, 1] + mtu - 1) // mtu
                 if depth > stats[S_MAX_QUEUE]:
@@ -481,7 +481,7 @@ def run(
                         ev = EV_PORT_TXDONE  # start now, below
                     else:
                         pending[portu] = 1
-                        eq.push(qt, qd, qn, qm, busy[portu], EV_PORT_TXDONE | (port << 4))
+                        eq.push(q, busy[portu], EV_PORT_TXDONE | (port << 4))
                         continue
                 else:
                     continue
@@ -507,7 +507,7 @@ def run(
             busy[portu] = now + (ack_ser[portu] if kind != KIND_DATA else port_ser[portu])
             if q_len[portu, 0] + q_len[portu, 1] + q_len[portu, 2] > 0:
                 pending[portu] = 1
-                eq.push(qt, qd, qn, qm, busy[portu], EV_PORT_TXDONE | (port << 4))
+                eq.push(q, busy[portu], EV_PORT_TXDONE | (port << 4))
             if pfc and pr < 2:
                 sw = port_switch[portu]
                 sw_used[sw] -= size
@@ -519,7 +519,7 @@ def run(
                         if ing[link, pr] == 0 or ing[link, pr] + resume_b <= thr_pfc:
                             xoff[link, pr] = 0
                             eq.push(
-                                qt, qd, qn, qm, now + prop_ps, EV_PFC | ((link * 4 + pr * 2) << 4)
+                                q, now + prop_ps, EV_PFC | ((link * 4 + pr * 2) << 4)
                             )
             f = pk_flow[pku]
             if f < 0:
@@ -538,7 +538,7 @@ def run(
                     stats[S_QUEUE_MARKS] += 1
                     pk_ce[pku] = 1
             pk_hop[pku] += 1
-            eq.push(qt, qd, qn, qm, busy[portu] + prop_ps, EV_ARRIVE | (pk << 4))
+            eq.push(q, busy[portu] + prop_ps, EV_ARRIVE | (pk << 4))
             continue
 
         if ev == EV_START:
@@ -569,7 +569,7 @@ def run(
             if busy[h] > now or pending[h]:
                 if pending[h] == 0:
                     pending[h] = 1
-                    eq.push(qt, qd, qn, qm, busy[h], EV_NIC_TXDONE | (h << 4))
+                    eq.push(q, busy[h], EV_NIC_TXDONE | (h << 4))
                 continue
             ev = EV_NIC_TXDONE
             x = h
@@ -584,10 +584,10 @@ def run(
                 if ack_hi_nic or paused[h, f_cls[pk_flow[pk]]] == 0:
                     _deq(a_head, a_len, pk_next, h, 0)
                     busy[h] = now + ack_ser[h]
-                    eq.push(qt, qd, qn, qm, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
+                    eq.push(q, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
                     if a_len[h, 0] + rq_len[h] > 0:
                         pending[h] = 1
-                        eq.push(qt, qd, qn, qm, busy[h], EV_NIC_TXDONE | (h << 4))
+                        eq.push(q, busy[h], EV_NIC_TXDONE | (h << 4))
                     continue
             f = -1
             m = rq_len[h]
@@ -610,7 +610,7 @@ def run(
                         if rto_ps > 0 and rto_armed[c] == 0:
                             rto_armed[c] = 1
                             rto_mark[c] = snd_una[c]
-                            eq.push(qt, qd, qn, qm, now + rto_ps, EV_RTO | (c << 4))
+                            eq.push(q, now + rto_ps, EV_RTO | (c << 4))
                         continue
                     f = c
                     break
@@ -636,21 +636,21 @@ def run(
                 fly_max[f] = snd_next[f] - snd_una[f]
             stats[S_SENT] += 1
             busy[h] = now + port_ser[h]
-            eq.push(qt, qd, qn, qm, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
+            eq.push(q, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
             if rq_len[h] + a_len[h, 0] > 0:
                 pending[h] = 1
-                eq.push(qt, qd, qn, qm, busy[h], EV_NIC_TXDONE | (h << 4))
+                eq.push(q, busy[h], EV_NIC_TXDONE | (h << 4))
             # pacing (UpdateNextAvail, RATE_BOUND 1): the next packet at the current rate
             gap = np.int64(mtu_bits / rc[f] * 1000.0)
             next_avail[f] = now + gap
             if snd_next[f] < f_npk[f]:
-                eq.push(qt, qd, qn, qm, now + gap, EV_QP_READY | (f << 4))
+                eq.push(q, now + gap, EV_QP_READY | (f << 4))
             else:
                 snd_sched[f] = 0
                 if rto_ps > 0 and rto_armed[f] == 0:
                     rto_armed[f] = 1
                     rto_mark[f] = snd_una[f]
-                    eq.push(qt, qd, qn, qm, now + rto_ps, EV_RTO | (f << 4))
+                    eq.push(q, now + rto_ps, EV_RTO | (f << 4))
             continue
 
         if ev == EV_DEC:
@@ -673,7 +673,7 @@ def run(
                 next_inc[f] = now + t_inc  # the RP timer restarts (the old one is cancelled)
                 if rpt_evt[f] < 0:  # else the pending, earlier event moves itself here
                     rpt_evt[f] = next_inc[f]
-                    eq.push(qt, qd, qn, qm, next_inc[f], EV_RPT | (f << 4))
+                    eq.push(q, next_inc[f], EV_RPT | (f << 4))
             continue
 
         if ev == EV_RPT:
@@ -684,11 +684,11 @@ def run(
                 continue
             if now != next_inc[f]:
                 rpt_evt[f] = next_inc[f]
-                eq.push(qt, qd, qn, qm, next_inc[f], EV_RPT | (f << 4))
+                eq.push(q, next_inc[f], EV_RPT | (f << 4))
                 continue
             next_inc[f] = now + t_inc
             rpt_evt[f] = next_inc[f]
-            eq.push(qt, qd, qn, qm, next_inc[f], EV_RPT | (f << 4))
+            eq.push(q, next_inc[f], EV_RPT | (f << 4))
             if stage[f] < fast_recovery:
                 pass  # FastRecoveryMlx: rc halfway to rt
             elif stage[f] == fast_recovery:
@@ -711,13 +711,13 @@ def run(
             if snd_una[f] != rto_mark[f]:
                 rto_armed[f] = 1
                 rto_mark[f] = snd_una[f]  # progress since the timer was armed: wait more
-                eq.push(qt, qd, qn, qm, now + rto_ps, EV_RTO | (f << 4))
+                eq.push(q, now + rto_ps, EV_RTO | (f << 4))
                 continue
             stats[S_RTOS] += 1
             snd_next[f] = snd_una[f]
             if snd_next[f] < f_npk[f]:
                 snd_sched[f] = 1
-                eq.push(qt, qd, qn, qm, max(now, next_avail[f]), EV_QP_READY | (f << 4))
+                eq.push(q, max(now, next_avail[f]), EV_QP_READY | (f << 4))
             continue
 
         if ev == EV_SAMPLE:
@@ -727,7 +727,7 @@ def run(
                     rx_series[j, n_samples] = rx_acc[j]
                     rx_acc[j] = 0
                 n_samples += 1
-            eq.push(qt, qd, qn, qm, now + sample_ps, EV_SAMPLE)
+            eq.push(q, now + sample_ps, EV_SAMPLE)
             continue
 
         if ev == EV_BG:
@@ -757,8 +757,8 @@ def run(
                 q_bytes[port, pr] += mtu
                 if pending[port] == 0:
                     pending[port] = 1
-                    eq.push(qt, qd, qn, qm, max(now, busy[port]), EV_PORT_TXDONE | (port << 4))
-            eq.push(qt, qd, qn, qm, now + bg_gap[b], EV_BG | (b << 4))
+                    eq.push(q, max(now, busy[port]), EV_PORT_TXDONE | (port << 4))
+            eq.push(q, now + bg_gap[b], EV_BG | (b << 4))
             continue
 
         if ev == EV_PFC:
@@ -777,12 +777,12 @@ def run(
                 if link < n_hosts:
                     if rq_len[link] + a_len[link, 0] > 0:
                         pending[link] = 1
-                        eq.push(qt, qd, qn, qm, max(now, busy[link]), EV_NIC_TXDONE | (link << 4))
+                        eq.push(q, max(now, busy[link]), EV_NIC_TXDONE | (link << 4))
                 elif q_len[link, pr] > 0:
                     pending[link] = 1
-                    eq.push(qt, qd, qn, qm, max(now, busy[link]), EV_PORT_TXDONE | (link << 4))
+                    eq.push(q, max(now, busy[link]), EV_PORT_TXDONE | (link << 4))
             continue
-    if qm[eq.SIZE] < 0:
+    if q[eq.SIZE] < 0:
         stats[S_ERROR] |= ERR_HEAP
     if jobs_left > 0 and stats[S_ERROR] == 0:
         stats[S_ERROR] |= ERR_STUCK

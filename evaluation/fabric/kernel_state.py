@@ -17,11 +17,7 @@ I64 = np.int64
 
 class State(NamedTuple):
     flows_tab: np.ndarray  # [unit, Flows.slot_row] Symphony's flow_base register
-    # the event queue (event_queue.EventQueue)
-    qt: np.ndarray
-    qd: np.ndarray
-    qn: np.ndarray
-    qm: np.ndarray
+    q: np.ndarray  # the event queue (event_queue.new_queue)
     # packet pool: data (kind 0, flow -1 for background), ACK (1), NACK (2)
     pk_flow: np.ndarray
     pk_kind: np.ndarray
@@ -117,7 +113,7 @@ def new_state(
 
     return State(
         flows_tab=zeros(n_units, int(flows.slot_row.max(initial=0)) + 1),
-        **new_queue(queue_cap)._asdict(),
+        q=new_queue(queue_cap),
         pk_flow=zeros(pool),
         pk_kind=zeros(pool),
         pk_idx=zeros(pool),
