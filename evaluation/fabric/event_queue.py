@@ -29,9 +29,9 @@ popped), then the nodes, NODE words each. A node is named by its offset in the a
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.extending import intrinsic
+from numba import njit
+
+from evaluation.fabric.bits import lowest_bit
 
 SLOT_BITS = 14  # a wheel slot: 16.4 ns
 WHEEL_BITS = 13
@@ -64,29 +64,6 @@ def new_queue(capacity: int) -> np.ndarray:
     q[nodes[-1] + N_NEXT] = -1
     q[FREE] = META
     return q
-
-
-@intrinsic
-def _bit_length(typingctx, x):  # type: ignore[no-untyped-def]
-    """64 minus the leading zeros of x (0 for 0): llvm.ctlz, one instruction (lzcnt)."""
-    sig = types.int64(types.int64)
-
-    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
-        lz = builder.ctlz(args[0], ir.Constant(ir.IntType(1), 0))
-        return builder.sub(ir.Constant(ir.IntType(64), 64), lz)
-
-    return sig, codegen
-
-
-@intrinsic
-def _lowest_bit(typingctx, x):  # type: ignore[no-untyped-def]
-    """The index of x's lowest set bit (x != 0): llvm.cttz, one instruction (tzcnt)."""
-    sig = types.int64(types.int64)
-
-    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
-        return builder.cttz(args[0], ir.Constant(ir.IntType(1), 1))
-
-    return sig, codegen
 
 
 @njit(cache=True, _nrt=False)
@@ -149,7 +126,7 @@ def _next_slot(q, cur):  # type: ignore[no-untyped-def]
     bits = q[W_BITS + w] & (np.int64(-1) << (i & 63))
     for _k in range(WHEEL // 64 + 1):
         if bits != 0:
-            j = (w << 6) + _lowest_bit(bits)
+            j = (w << 6) + lowest_bit(bits)
             return cur + ((j - i) & (WHEEL - 1))
         w = (w + 1) & (WHEEL // 64 - 1)
         bits = q[W_BITS + w]

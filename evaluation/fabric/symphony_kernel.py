@@ -24,6 +24,7 @@ from dataclasses import fields
 import numpy as np
 from numba import njit
 
+from evaluation.fabric.bits import bit_length
 from symphony import p4names as p4n
 from symphony.model import arithmetic as ar
 from symphony.model import tables as tb
@@ -149,11 +150,7 @@ def action_row(action: dict[str, int]) -> np.ndarray:
 
 @njit(cache=True, inline="always")
 def _log_index(x: int) -> int:
-    e = 0
-    y = x >> 1
-    while y:
-        e += 1
-        y >>= 1
+    e = bit_length(x) - 1  # floor(log2 x) for x >= 1
     if e <= M_BITS:
         return x
     drop = e - M_BITS
@@ -177,7 +174,7 @@ def opcode_kind(opcode: int) -> int:
     return OPCODE_KIND[opcode & 0xFF]
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def process(
     js: np.ndarray,
     flows: np.ndarray,
