@@ -20,7 +20,8 @@ heap, which the kernel had before this queue, and a radix heap between the two).
 in one preallocated int64 array (the kernel allocates nothing), so that a call passes one
 array (numba passes an array as seven words: four arrays cost 28 pushes per call, measured at
 7 % of the loop) and an event's time, payload and next node share a cache line (three arrays
-cost three misses per pop): the wheel's head and tail per slot side by side, its bits, the far
+cost three misses per pop): per wheel slot its head, tail and the tail's time side by side (a
+push decides where it goes without reading the tail's node), the slots' bits, the far
 list's head, tail and earliest time, the current slot, the time last popped, the free list and
 the size (ERROR once a push was refused: the queue full, or an event earlier than the last one
 popped), then the nodes, NODE words each. A node is named by its offset in the array.
@@ -37,9 +38,9 @@ SLOT_BITS = 14  # a wheel slot: 16.4 ns
 WHEEL_BITS = 13
 WHEEL = 1 << WHEEL_BITS  # slots: 134 us ahead
 INF = np.int64(1 << 62)
-W_HEAD = 0  # q[W_HEAD + 2 * i]: wheel slot i's first node, -1 when empty
-W_TAIL = 1  # q[W_TAIL + 2 * i]: its last node
-W_BITS = 2 * WHEEL  # WHEEL // 64 words: bit i set iff slot i is non-empty
+SLOT = 4  # words per wheel slot: its first node (-1 when empty), last node, last node's time
+W_HEAD, W_TAIL, W_TAIL_T = 0, 1, 2  # q[SLOT * i + W_*]: slot i's
+W_BITS = SLOT * WHEEL  # WHEEL // 64 words: bit i set iff slot i is non-empty
 F_HEAD = W_BITS + WHEEL // 64  # the far list (events beyond the wheel, in push order)
 F_TAIL = F_HEAD + 1
 F_MIN = F_HEAD + 2  # its earliest time, INF when empty
@@ -56,7 +57,8 @@ ERROR = -(1 << 62)
 def new_queue(capacity: int) -> np.ndarray:
     """An empty queue for at most `capacity` events at once."""
     q = np.zeros(META + NODE * capacity, dtype=np.int64)
-    q[:W_BITS] = -1
+    q[:W_BITS:SLOT] = -1
+    q[W_TAIL:W_BITS:SLOT] = -1
     q[F_HEAD] = q[F_TAIL] = -1
     q[F_MIN] = INF
     nodes = META + NODE * np.arange(capacity, dtype=np.int64)
@@ -69,17 +71,19 @@ def new_queue(capacity: int) -> np.ndarray:
 @njit(cache=True, _nrt=False)
 def _wheel_add(q, node, t):  # type: ignore[no-untyped-def]
     """Into its slot after every event not later than it."""
-    w = 2 * ((t >> SLOT_BITS) & (WHEEL - 1))
+    i = (t >> SLOT_BITS) & (WHEEL - 1)
+    w = SLOT * i
     tail = q[w + W_TAIL]
     q[node + N_NEXT] = -1
     if tail < 0:
         q[w + W_HEAD] = node
         q[w + W_TAIL] = node
-        i = w >> 1
+        q[w + W_TAIL_T] = t
         q[W_BITS + (i >> 6)] |= np.int64(1) << (i & 63)
-    elif q[tail + N_TIME] <= t:
+    elif q[w + W_TAIL_T] <= t:  # the usual case, decided without reading the tail's node
         q[tail + N_NEXT] = node
         q[w + W_TAIL] = node
+        q[w + W_TAIL_T] = t
     else:
         prev = -1
         x = q[w + W_HEAD]
@@ -164,7 +168,7 @@ def has(q, t):  # type: ignore[no-untyped-def]
     """An event at t (the time last popped) is queued: the current slot's first event is at t.
     If not, an event pushed now for t would be the next one popped, so the kernel runs it in
     place instead (the same run, one push and pop fewer)."""
-    h = q[W_HEAD + 2 * (q[CUR] & (WHEEL - 1))]
+    h = q[W_HEAD + SLOT * (q[CUR] & (WHEEL - 1))]
     return h >= 0 and q[h + N_TIME] == t
 
 
@@ -173,7 +177,7 @@ def pop(q):  # type: ignore[no-untyped-def]
     """(time, payload) of the first event; the queue must not be empty. Inlined: the kernel
     calls it from one place, and a call would pass the array as seven words."""
     cur = q[CUR]
-    h = q[W_HEAD + 2 * (cur & (WHEEL - 1))]
+    h = q[W_HEAD + SLOT * (cur & (WHEEL - 1))]
     if h < 0:
         nxt = _next_slot(q, cur)
         if nxt < 0:  # the wheel is empty: on to the far queue's first slot
@@ -182,13 +186,13 @@ def pop(q):  # type: ignore[no-untyped-def]
         q[CUR] = cur
         if (q[F_MIN] >> SLOT_BITS) - cur < WHEEL:
             _enter(q, cur)
-        h = q[W_HEAD + 2 * (cur & (WHEEL - 1))]
-    w = 2 * (cur & (WHEEL - 1))
+        h = q[W_HEAD + SLOT * (cur & (WHEEL - 1))]
+    i = cur & (WHEEL - 1)
+    w = SLOT * i
     nxt = q[h + N_NEXT]
     q[w + W_HEAD] = nxt
     if nxt < 0:
         q[w + W_TAIL] = -1
-        i = w >> 1
         q[W_BITS + (i >> 6)] &= ~(np.int64(1) << (i & 63))
     t = q[h + N_TIME]
     q[h + N_NEXT] = q[FREE]
