@@ -27,7 +27,45 @@ from numba import njit
 from evaluation.fabric import event_queue as eq
 from evaluation.fabric import symphony_kernel as sk
 from evaluation.fabric.kernel_io import Background, Flows, Limits, Nic, Outputs, Symphony, Topology
-from evaluation.fabric.kernel_state import State
+from evaluation.fabric.kernel_state import (
+    FL_ALPHA_FLAG,
+    FL_ALPHA_NEXT,
+    FL_CLS,
+    FL_DEC_FLAG,
+    FL_DEC_NEXT,
+    FL_DEC_PENDING,
+    FL_FLY_MAX,
+    FL_JOB,
+    FL_LAST_CNP,
+    FL_NACK_LAST,
+    FL_NACK_TIMER,
+    FL_NEXT_AVAIL,
+    FL_NEXT_INC,
+    FL_NPK,
+    FL_PLEN,
+    FL_PSN0,
+    FL_QP_DONE,
+    FL_RCV_EXP,
+    FL_RPLEN,
+    FL_RPT_EVT,
+    FL_RTO_ARMED,
+    FL_RTO_MARK,
+    FL_SIG,
+    FL_SLOT_ROW,
+    FL_SND_NEXT,
+    FL_SND_SCHED,
+    FL_SND_UNA,
+    FL_SRC,
+    FL_STAGE,
+    FL_START,
+    FL_STEP,
+    FL_WAIT,
+    FL_WIN,
+    FR_ALPHA,
+    FR_RC,
+    FR_RT,
+    State,
+)
 
 EV_QP_READY, EV_NIC_TXDONE, EV_ARRIVE, EV_PORT_TXDONE, EV_DEC = range(5)
 EV_RPT, EV_RTO, EV_SAMPLE, EV_START, EV_BG, EV_PFC = range(5, 11)
@@ -95,34 +133,34 @@ def _win_bound(win, var_win, rc, line_gbps, in_flight_bytes):
 
 
 @njit(cache=True, _nrt=False)
-def _alpha_ticks(alpha, alpha_next, alpha_flag, f, now, t_alpha, g):
+def _alpha_ticks(fl, fr, f, now, t_alpha, g):
     """UpdateAlphaMlx, free-running every t_alpha from the first CNP on, evaluated lazily: run
     the ticks due by `now`. The first one sees the CNP flag of its window, the rest decay."""
-    if alpha_next[f] < 0 or alpha_next[f] > now:
+    if fl[f, FL_ALPHA_NEXT] < 0 or fl[f, FL_ALPHA_NEXT] > now:
         return
-    k = (now - alpha_next[f]) // t_alpha + 1
-    alpha_next[f] += k * t_alpha
-    if alpha_flag[f]:
-        alpha[f] = (1.0 - g) * alpha[f] + g
-        alpha_flag[f] = 0
+    k = (now - fl[f, FL_ALPHA_NEXT]) // t_alpha + 1
+    fl[f, FL_ALPHA_NEXT] += k * t_alpha
+    if fl[f, FL_ALPHA_FLAG]:
+        fr[f, FR_ALPHA] = (1.0 - g) * fr[f, FR_ALPHA] + g
+        fl[f, FL_ALPHA_FLAG] = 0
         k -= 1
     if k > 0:
-        alpha[f] *= (1.0 - g) ** k
+        fr[f, FR_ALPHA] *= (1.0 - g) ** k
 
 
 @njit(cache=True, _nrt=False)
-def _trace(tr, stats, now, f, code, rc, rt, alpha, stage, fly_max):
+def _trace(tr, stats, now, f, code, fl, fr):
     n = stats[S_TRACE_N]
     if n < tr.shape[0]:
         tr[n, 0] = now
         tr[n, 1] = f
         tr[n, 2] = code
-        tr[n, 3] = rc[f]
-        tr[n, 4] = rt[f]
-        tr[n, 5] = alpha[f]
-        tr[n, 6] = stage[f]
-        tr[n, 7] = fly_max[f]
-        fly_max[f] = 0
+        tr[n, 3] = fr[f, FR_RC]
+        tr[n, 4] = fr[f, FR_RT]
+        tr[n, 5] = fr[f, FR_ALPHA]
+        tr[n, 6] = fl[f, FL_STAGE]
+        tr[n, 7] = fl[f, FL_FLY_MAX]
+        fl[f, FL_FLY_MAX] = 0
         stats[S_TRACE_N] = n + 1
 
 
@@ -147,17 +185,8 @@ def run(
     buffer_pkts, qthr, pfc = topo.buffer_pkts, topo.qthr, topo.pfc
     sw_buf, pfc_shift = topo.sw_buf, topo.pfc_shift
     resume_pkts, n_hosts = topo.resume_pkts, topo.n_hosts
-    f_src, f_job, f_step, f_npk = flows.src, flows.job, flows.step, flows.npk
-    f_path, f_plen, f_row, f_sig, f_psn0 = (
-        flows.path,
-        flows.plen,
-        flows.slot_row,
-        flows.sig,
-        flows.psn0,
-    )
-    succ_ptr, succ_idx = flows.succ_ptr, flows.succ_idx
-    f_rpath, f_rplen, f_start = flows.rpath, flows.rplen, flows.start
-    f_win, f_ce_psn, n_jobs = flows.win, flows.ce_psn, flows.n_jobs
+    f_path, f_rpath, f_ce_psn = flows.path, flows.rpath, flows.ce_psn
+    succ_ptr, succ_idx, n_jobs = flows.succ_ptr, flows.succ_idx, flows.n_jobs
     prm, late_start_ps, sym_unit = sym.prm, sym.late_start_ps, sym.unit
     log_tab, alpha_tab, thr_tab = sym.log_tab, sym.alpha_tab, sym.thr_tab
     line_gbps, mtu, g = nic.line_gbps, nic.mtu, nic.g
@@ -181,21 +210,10 @@ def run(
     xoff, after_xoff, paused, paused_since = st.xoff, st.after_xoff, st.paused, st.paused_since
     a_head, a_tail, a_len = st.a_head, st.a_tail, st.a_len
     rq_buf, rq_head, rq_len = st.rq_buf, st.rq_head, st.rq_len
-    snd_next, snd_una, snd_sched = st.snd_next, st.snd_una, st.snd_sched
-    next_avail, qp_done, rto_mark, rto_armed = st.next_avail, st.qp_done, st.rto_mark, st.rto_armed
-    rc, rt, alpha, alpha_next, alpha_flag = st.rc, st.rt, st.alpha, st.alpha_next, st.alpha_flag
-    dec_flag, dec_next, dec_pending = st.dec_flag, st.dec_next, st.dec_pending
-    stage, next_inc, rpt_evt, f_cls, fly_max = (
-        st.stage,
-        st.next_inc,
-        st.rpt_evt,
-        st.f_cls,
-        st.fly_max,
-    )
-    rcv_exp, nack_last, nack_timer, last_cnp = st.rcv_exp, st.nack_last, st.nack_timer, st.last_cnp
-    wait, active, distinct, left, rx_acc = st.wait, st.active, st.distinct, st.left, st.rx_acc
+    fl, fr = st.fl, st.fr  # per flow: its row of fields (kernel_state.FL_*, FR_*)
+    active, distinct, left, rx_acc = st.active, st.distinct, st.left, st.rx_acc
 
-    nf = f_src.shape[0]
+    nf = fl.shape[0]
     mtu_bits = float(mtu * 8)
     nfree = pool_size
     rq_cap = rq_buf.shape[1]
@@ -208,7 +226,7 @@ def run(
     tracing = cc_trace.shape[0] > 0
     forced_ce = f_ce_psn.shape[1] > 0
     for f in range(nf):
-        left[f_job[f]] += 1
+        left[fl[f, FL_JOB]] += 1
     jobs_left = 0
     for j in range(1, n_jobs + 1):
         if left[j] > 0:
@@ -216,8 +234,8 @@ def run(
     n_samples = 0
 
     for f in range(nf):
-        if f_start[f] >= 0:
-            eq.push(q, f_start[f], EV_START | (f << 4))
+        if fl[f, FL_START] >= 0:
+            eq.push(q, fl[f, FL_START], EV_START | (f << 4))
     for b in range(bg_port.shape[0]):
         eq.push(q, bg_t0[b], EV_BG | (b << 4))
     eq.push(q, 0, EV_SAMPLE)
@@ -239,36 +257,36 @@ def run(
             hop = pk_hop[pku]
             kind = pk_kind[pku]
             if kind != KIND_DATA:
-                if hop == f_rplen[f]:
+                if hop == fl[f, FL_RPLEN]:
                     # the sender: RdmaHw::ReceiveAck
                     stats[S_CTRL_DONE] += 1
                     seq = pk_idx[pku]
                     cnp = pk_ce[pku]
                     free[nfree] = pk
                     nfree += 1
-                    if qp_done[f]:
+                    if fl[f, FL_QP_DONE]:
                         continue  # the QP is gone (GetQp fails)
-                    if seq > snd_una[f]:
-                        snd_una[f] = seq  # Acknowledge
-                    if snd_una[f] >= f_npk[f]:
-                        qp_done[f] = 1  # QpComplete: cancels the three mlx timers
+                    if seq > fl[f, FL_SND_UNA]:
+                        fl[f, FL_SND_UNA] = seq  # Acknowledge
+                    if fl[f, FL_SND_UNA] >= fl[f, FL_NPK]:
+                        fl[f, FL_QP_DONE] = 1  # QpComplete: cancels the three mlx timers
                         if tracing:
-                            _trace(cc_trace, stats, now, f, TR_DONE, rc, rt, alpha, stage, fly_max)
+                            _trace(cc_trace, stats, now, f, TR_DONE, fl, fr)
                         continue
                     if kind == KIND_NACK:
-                        snd_next[f] = snd_una[f]  # RecoverQueue: go-back-N
+                        fl[f, FL_SND_NEXT] = fl[f, FL_SND_UNA]  # RecoverQueue: go-back-N
                     if cnp:
                         # cnp_received_mlx
-                        _alpha_ticks(alpha, alpha_next, alpha_flag, f, now, t_alpha, g)
-                        alpha_flag[f] = 1
-                        dec_flag[f] = 1
-                        if alpha_next[f] < 0:  # m_first_cnp: alpha = 1, timers start
-                            alpha[f] = 1.0
-                            alpha_flag[f] = 0
-                            alpha_next[f] = now + t_alpha
-                            dec_next[f] = now + t_dec + 1000  # + 1 ns: after the alpha tick
-                            rc[f] = rate_first_cnp * rc[f]
-                            rt[f] = rc[f]
+                        _alpha_ticks(fl, fr, f, now, t_alpha, g)
+                        fl[f, FL_ALPHA_FLAG] = 1
+                        fl[f, FL_DEC_FLAG] = 1
+                        if fl[f, FL_ALPHA_NEXT] < 0:  # m_first_cnp: alpha = 1, timers start
+                            fr[f, FR_ALPHA] = 1.0
+                            fl[f, FL_ALPHA_FLAG] = 0
+                            fl[f, FL_ALPHA_NEXT] = now + t_alpha
+                            fl[f, FL_DEC_NEXT] = now + t_dec + 1000  # + 1 ns: after the alpha tick
+                            fr[f, FR_RC] = rate_first_cnp * fr[f, FR_RC]
+                            fr[f, FR_RT] = fr[f, FR_RC]
                             if tracing:
                                 _trace(
                                     cc_trace,
@@ -276,33 +294,36 @@ def run(
                                     now,
                                     f,
                                     TR_FIRST_CNP,
-                                    rc,
-                                    rt,
-                                    alpha,
-                                    stage,
-                                    fly_max,
+                                    fl,
+                                    fr,
                                 )
                         elif tracing:
-                            _trace(cc_trace, stats, now, f, TR_CNP, rc, rt, alpha, stage, fly_max)
-                        if dec_pending[f] == 0:
+                            _trace(cc_trace, stats, now, f, TR_CNP, fl, fr)
+                        if fl[f, FL_DEC_PENDING] == 0:
                             # the free-running decrease check acts only after a CNP: schedule
                             # its next tick on the grid instead of running every tick
-                            if dec_next[f] <= now:
-                                dec_next[f] += ((now - dec_next[f]) // t_dec + 1) * t_dec
-                            dec_pending[f] = 1
-                            eq.push(q, dec_next[f], EV_DEC | (f << 4))
+                            if fl[f, FL_DEC_NEXT] <= now:
+                                fl[f, FL_DEC_NEXT] += (
+                                    (now - fl[f, FL_DEC_NEXT]) // t_dec + 1
+                                ) * t_dec
+                            fl[f, FL_DEC_PENDING] = 1
+                            eq.push(q, fl[f, FL_DEC_NEXT], EV_DEC | (f << 4))
                     # TriggerTransmit: the ACK may have opened the window
                     if (
-                        snd_sched[f] == 0
+                        fl[f, FL_SND_SCHED] == 0
                         and f_done[f] < 0
-                        and snd_next[f] < f_npk[f]
+                        and fl[f, FL_SND_NEXT] < fl[f, FL_NPK]
                         and not _win_bound(
-                            f_win[f], var_win, rc[f], line_gbps, (snd_next[f] - snd_una[f]) * mtu
+                            fl[f, FL_WIN],
+                            var_win,
+                            fr[f, FR_RC],
+                            line_gbps,
+                            (fl[f, FL_SND_NEXT] - fl[f, FL_SND_UNA]) * mtu,
                         )
                     ):
-                        snd_sched[f] = 1
-                        if next_avail[f] > now or eq.has(q, now):
-                            eq.push(q, max(now, next_avail[f]), EV_QP_READY | (f << 4))
+                        fl[f, FL_SND_SCHED] = 1
+                        if fl[f, FL_NEXT_AVAIL] > now or eq.has(q, now):
+                            eq.push(q, max(now, fl[f, FL_NEXT_AVAIL]), EV_QP_READY | (f << 4))
                             continue
                         # the event would pop next (nothing else at `now`): run it here
                         stats[S_EVENTS] += 1
@@ -314,25 +335,25 @@ def run(
                     port = f_rpath[f, hop]
                     portu = np.uint64(port)
                     link = f_rpath[f, hop - 1]
-                    prio = 2 if ack_ctrl else f_cls[f]
+                    prio = 2 if ack_ctrl else fl[f, FL_CLS]
                     size = ack_bytes
             else:
-                if hop == f_plen[f]:
+                if hop == fl[f, FL_PLEN]:
                     # the receiver: RdmaHw::ReceiveUdp / ReceiverCheckSeq (ACK interval 1)
                     idx = pk_idx[pku]
-                    exp = rcv_exp[f]
+                    exp = fl[f, FL_RCV_EXP]
                     reply = 0
                     if idx == exp:
                         reply = KIND_ACK
-                        rcv_exp[f] = exp + 1
+                        fl[f, FL_RCV_EXP] = exp + 1
                         stats[S_DELIVERED] += 1
-                        rx_acc[f_job[f]] += 1
+                        rx_acc[fl[f, FL_JOB]] += 1
                         if pk_ce[pku]:
                             stats[S_CE_DELIVERED] += 1
-                        if exp + 1 == f_npk[f]:
+                        if exp + 1 == fl[f, FL_NPK]:
                             f_done[f] = now
-                            j = f_job[f]
-                            s = f_step[f]
+                            j = fl[f, FL_JOB]
+                            s = fl[f, FL_STEP]
                             active[j, s] -= 1
                             if active[j, s] == 0:
                                 distinct[j] -= 1
@@ -342,15 +363,15 @@ def run(
                                 jobs_left -= 1
                             for e in range(succ_ptr[f], succ_ptr[f + 1]):
                                 nxt = succ_idx[e]
-                                wait[nxt] -= 1
-                                if wait[nxt] == 0:
+                                fl[nxt, FL_WAIT] -= 1
+                                if fl[nxt, FL_WAIT] == 0:
                                     eq.push(q, now, EV_START | (nxt << 4))
                     elif idx > exp:
                         stats[S_OOO] += 1
-                        if now >= nack_timer[f] or nack_last[f] != exp:
+                        if now >= fl[f, FL_NACK_TIMER] or fl[f, FL_NACK_LAST] != exp:
                             reply = KIND_NACK
-                            nack_timer[f] = now + nack_ps
-                            nack_last[f] = exp
+                            fl[f, FL_NACK_TIMER] = now + nack_ps
+                            fl[f, FL_NACK_LAST] = exp
                             stats[S_NACKS] += 1
                     else:
                         stats[S_DUP] += 1
@@ -361,14 +382,14 @@ def run(
                     # the data packet becomes its ACK/NACK, CNP flag = its CE bit
                     cnp = pk_ce[pku]
                     if cnp and cnp_int_ps > 0:
-                        if now - last_cnp[f] >= cnp_int_ps:
-                            last_cnp[f] = now
+                        if now - fl[f, FL_LAST_CNP] >= cnp_int_ps:
+                            fl[f, FL_LAST_CNP] = now
                         else:
                             cnp = 0
                     stats[S_ACKS] += 1
                     stats[S_CNPS] += cnp
                     pk_kind[pku] = reply
-                    pk_idx[pku] = rcv_exp[f]
+                    pk_idx[pku] = fl[f, FL_RCV_EXP]
                     pk_ce[pku] = cnp
                     pk_hop[pku] = 1
                     h = f_rpath[f, 0]
@@ -388,13 +409,13 @@ def run(
                     port = f_path[f, hop]
                     portu = np.uint64(port)
                     link = f_path[f, hop - 1]
-                    prio = f_cls[f]
+                    prio = fl[f, FL_CLS]
                     size = mtu
                     stats[S_HOPS] += 1
                     if mode == MODE_SYMPHONY and sym_unit[portu] >= 0:
                         unit = sym_unit[portu]  # the state's row: this switch, or this egress port
                         idx = pk_idx[pku]
-                        npk = f_npk[f]
+                        npk = fl[f, FL_NPK]
                         if npk == 1:
                             opc = WRITE_ONLY
                         elif idx == 0:
@@ -403,19 +424,19 @@ def run(
                             opc = WRITE_LAST
                         else:
                             opc = WRITE_MIDDLE
-                        j = f_job[f]
-                        s = f_step[f]
+                        j = fl[f, FL_JOB]
+                        s = fl[f, FL_STEP]
                         _p, thr, _outp = sk.process(
                             js,
                             flows_tab,
                             prm,
                             unit,
                             j,
-                            f_row[f],  # the flow's slot as a row of the dense flows_tab
-                            f_sig[f],
+                            fl[f, FL_SLOT_ROW],  # the flow's slot as a row of the dense flows_tab
+                            fl[f, FL_SIG],
                             s,
                             opc,
-                            (f_psn0[f] + idx) & 0xFFFFFF,
+                            (fl[f, FL_PSN0] + idx) & 0xFFFFFF,
                             (now // 1000) & 0xFFFFFFFF,
                             log_tab,
                             alpha_tab,
@@ -470,9 +491,7 @@ def run(
                         xoff[link, prio] = 1
                         after_xoff[link, prio] = 0
                         stats[S_PAUSES] += 1
-                        eq.push(
-                            q, now + prop_ps, EV_PFC | ((link * 4 + prio * 2 + 1) << 4)
-                        )
+                        eq.push(q, now + prop_ps, EV_PFC | ((link * 4 + prio * 2 + 1) << 4))
                 depth = (q_bytes[portu, 0] + q_bytes[portu, 1] + mtu - 1) // mtu
                 if depth > stats[S_MAX_QUEUE]:
                     stats[S_MAX_QUEUE] = depth
@@ -518,9 +537,7 @@ def run(
                         thr_pfc = (sw_free[sw] - sw_used[sw]) >> pfc_shift
                         if ing[link, pr] == 0 or ing[link, pr] + resume_b <= thr_pfc:
                             xoff[link, pr] = 0
-                            eq.push(
-                                q, now + prop_ps, EV_PFC | ((link * 4 + pr * 2) << 4)
-                            )
+                            eq.push(q, now + prop_ps, EV_PFC | ((link * 4 + pr * 2) << 4))
             f = pk_flow[pku]
             if f < 0:
                 stats[S_BG_DONE] += 1
@@ -543,8 +560,8 @@ def run(
 
         if ev == EV_START:
             f = x
-            j = f_job[f]
-            s = f_step[f]
+            j = fl[f, FL_JOB]
+            s = fl[f, FL_STEP]
             f_begin[f] = now
             active[j, s] += 1
             if active[j, s] == 1:
@@ -557,13 +574,13 @@ def run(
                 s_min = 0
                 while active[j, s_min] == 0:
                     s_min += 1
-                f_cls[f] = 1 if s > s_min else 0
-            snd_sched[f] = 1
+                fl[f, FL_CLS] = 1 if s > s_min else 0
+            fl[f, FL_SND_SCHED] = 1
             ev = EV_QP_READY  # below
 
         if ev == EV_QP_READY:
             f = x
-            h = f_src[f]
+            h = fl[f, FL_SRC]
             rq_buf[h, (rq_head[h] + rq_len[h]) % rq_cap] = f
             rq_len[h] += 1
             if busy[h] > now or pending[h]:
@@ -581,7 +598,7 @@ def run(
             pending[h] = 0
             if a_len[h, 0] > 0:
                 pk = a_head[h, 0]
-                if ack_hi_nic or paused[h, f_cls[pk_flow[pk]]] == 0:
+                if ack_hi_nic or paused[h, fl[pk_flow[pk], FL_CLS]] == 0:
                     _deq(a_head, a_len, pk_next, h, 0)
                     busy[h] = now + ack_ser[h]
                     eq.push(q, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
@@ -596,25 +613,29 @@ def run(
                 c = rq_buf[h, rq_head[h]]
                 rq_head[h] = (rq_head[h] + 1) % rq_cap
                 rq_len[h] -= 1
-                if f_done[c] < 0 and snd_next[c] < f_npk[c]:
-                    if paused[h, f_cls[c]]:
+                if f_done[c] < 0 and fl[c, FL_SND_NEXT] < fl[c, FL_NPK]:
+                    if paused[h, fl[c, FL_CLS]]:
                         # PFC holds this flow's priority on the host link: back of the queue
                         rq_buf[h, (rq_head[h] + rq_len[h]) % rq_cap] = c
                         rq_len[h] += 1
                         continue
                     if _win_bound(
-                        f_win[c], var_win, rc[c], line_gbps, (snd_next[c] - snd_una[c]) * mtu
+                        fl[c, FL_WIN],
+                        var_win,
+                        fr[c, FR_RC],
+                        line_gbps,
+                        (fl[c, FL_SND_NEXT] - fl[c, FL_SND_UNA]) * mtu,
                     ):
                         # window-bound: out of the ready queue until an ACK opens the window
-                        snd_sched[c] = 0
-                        if rto_ps > 0 and rto_armed[c] == 0:
-                            rto_armed[c] = 1
-                            rto_mark[c] = snd_una[c]
+                        fl[c, FL_SND_SCHED] = 0
+                        if rto_ps > 0 and fl[c, FL_RTO_ARMED] == 0:
+                            fl[c, FL_RTO_ARMED] = 1
+                            fl[c, FL_RTO_MARK] = fl[c, FL_SND_UNA]
                             eq.push(q, now + rto_ps, EV_RTO | (c << 4))
                         continue
                     f = c
                     break
-                snd_sched[c] = 0
+                fl[c, FL_SND_SCHED] = 0
             if f < 0:
                 continue
             if nfree == 0:
@@ -624,16 +645,16 @@ def run(
             pk = free[nfree]
             pk_flow[pk] = f
             pk_kind[pk] = KIND_DATA
-            pk_idx[pk] = snd_next[f]
+            pk_idx[pk] = fl[f, FL_SND_NEXT]
             pk_hop[pk] = 1
             pk_ce[pk] = 0
             if forced_ce:
                 for k in range(f_ce_psn.shape[1]):
-                    if f_ce_psn[f, k] == snd_next[f]:
+                    if f_ce_psn[f, k] == fl[f, FL_SND_NEXT]:
                         pk_ce[pk] = 1
-            snd_next[f] += 1
-            if snd_next[f] - snd_una[f] > fly_max[f]:
-                fly_max[f] = snd_next[f] - snd_una[f]
+            fl[f, FL_SND_NEXT] += 1
+            if fl[f, FL_SND_NEXT] - fl[f, FL_SND_UNA] > fl[f, FL_FLY_MAX]:
+                fl[f, FL_FLY_MAX] = fl[f, FL_SND_NEXT] - fl[f, FL_SND_UNA]
             stats[S_SENT] += 1
             busy[h] = now + port_ser[h]
             eq.push(q, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
@@ -641,83 +662,85 @@ def run(
                 pending[h] = 1
                 eq.push(q, busy[h], EV_NIC_TXDONE | (h << 4))
             # pacing (UpdateNextAvail, RATE_BOUND 1): the next packet at the current rate
-            gap = np.int64(mtu_bits / rc[f] * 1000.0)
-            next_avail[f] = now + gap
-            if snd_next[f] < f_npk[f]:
+            gap = np.int64(mtu_bits / fr[f, FR_RC] * 1000.0)
+            fl[f, FL_NEXT_AVAIL] = now + gap
+            if fl[f, FL_SND_NEXT] < fl[f, FL_NPK]:
                 eq.push(q, now + gap, EV_QP_READY | (f << 4))
             else:
-                snd_sched[f] = 0
-                if rto_ps > 0 and rto_armed[f] == 0:
-                    rto_armed[f] = 1
-                    rto_mark[f] = snd_una[f]
+                fl[f, FL_SND_SCHED] = 0
+                if rto_ps > 0 and fl[f, FL_RTO_ARMED] == 0:
+                    fl[f, FL_RTO_ARMED] = 1
+                    fl[f, FL_RTO_MARK] = fl[f, FL_SND_UNA]
                     eq.push(q, now + rto_ps, EV_RTO | (f << 4))
             continue
 
         if ev == EV_DEC:
             # CheckRateDecreaseMlx: cut once if a CNP arrived since the last check
             f = x
-            dec_pending[f] = 0
-            if qp_done[f]:
+            fl[f, FL_DEC_PENDING] = 0
+            if fl[f, FL_QP_DONE]:
                 continue
-            dec_next[f] = now + t_dec
-            if dec_flag[f]:
-                _alpha_ticks(alpha, alpha_next, alpha_flag, f, now, t_alpha, g)
-                if clamp_tgt or stage[f] != 0:
-                    rt[f] = rc[f]
-                rc[f] = max(min_rate, rc[f] * (1.0 - alpha[f] / 2.0))
-                stage[f] = 0
-                dec_flag[f] = 0
+            fl[f, FL_DEC_NEXT] = now + t_dec
+            if fl[f, FL_DEC_FLAG]:
+                _alpha_ticks(fl, fr, f, now, t_alpha, g)
+                if clamp_tgt or fl[f, FL_STAGE] != 0:
+                    fr[f, FR_RT] = fr[f, FR_RC]
+                fr[f, FR_RC] = max(min_rate, fr[f, FR_RC] * (1.0 - fr[f, FR_ALPHA] / 2.0))
+                fl[f, FL_STAGE] = 0
+                fl[f, FL_DEC_FLAG] = 0
                 stats[S_CUTS] += 1
                 if tracing:
-                    _trace(cc_trace, stats, now, f, TR_CUT, rc, rt, alpha, stage, fly_max)
-                next_inc[f] = now + t_inc  # the RP timer restarts (the old one is cancelled)
-                if rpt_evt[f] < 0:  # else the pending, earlier event moves itself here
-                    rpt_evt[f] = next_inc[f]
-                    eq.push(q, next_inc[f], EV_RPT | (f << 4))
+                    _trace(cc_trace, stats, now, f, TR_CUT, fl, fr)
+                fl[f, FL_NEXT_INC] = now + t_inc  # the RP timer restarts (the old one is cancelled)
+                if fl[f, FL_RPT_EVT] < 0:  # else the pending, earlier event moves itself here
+                    fl[f, FL_RPT_EVT] = fl[f, FL_NEXT_INC]
+                    eq.push(q, fl[f, FL_NEXT_INC], EV_RPT | (f << 4))
             continue
 
         if ev == EV_RPT:
             # RateIncEventTimerMlx: free-running once started; a cut moved it to next_inc
             f = x
-            rpt_evt[f] = -1
-            if qp_done[f]:
+            fl[f, FL_RPT_EVT] = -1
+            if fl[f, FL_QP_DONE]:
                 continue
-            if now != next_inc[f]:
-                rpt_evt[f] = next_inc[f]
-                eq.push(q, next_inc[f], EV_RPT | (f << 4))
+            if now != fl[f, FL_NEXT_INC]:
+                fl[f, FL_RPT_EVT] = fl[f, FL_NEXT_INC]
+                eq.push(q, fl[f, FL_NEXT_INC], EV_RPT | (f << 4))
                 continue
-            next_inc[f] = now + t_inc
-            rpt_evt[f] = next_inc[f]
-            eq.push(q, next_inc[f], EV_RPT | (f << 4))
-            if stage[f] < fast_recovery:
+            fl[f, FL_NEXT_INC] = now + t_inc
+            fl[f, FL_RPT_EVT] = fl[f, FL_NEXT_INC]
+            eq.push(q, fl[f, FL_NEXT_INC], EV_RPT | (f << 4))
+            if fl[f, FL_STAGE] < fast_recovery:
                 pass  # FastRecoveryMlx: rc halfway to rt
-            elif stage[f] == fast_recovery:
-                rt[f] = min(rt[f] + ai, line_gbps)  # ActiveIncreaseMlx
+            elif fl[f, FL_STAGE] == fast_recovery:
+                fr[f, FR_RT] = min(fr[f, FR_RT] + ai, line_gbps)  # ActiveIncreaseMlx
             else:
-                rt[f] = min(rt[f] + hai, line_gbps)  # HyperIncreaseMlx
-            rc[f] = rc[f] / 2.0 + rt[f] / 2.0
-            stage[f] += 1
+                fr[f, FR_RT] = min(fr[f, FR_RT] + hai, line_gbps)  # HyperIncreaseMlx
+            fr[f, FR_RC] = fr[f, FR_RC] / 2.0 + fr[f, FR_RT] / 2.0
+            fl[f, FL_STAGE] += 1
             if tracing:
-                _trace(cc_trace, stats, now, f, TR_INC, rc, rt, alpha, stage, fly_max)
+                _trace(cc_trace, stats, now, f, TR_INC, fl, fr)
             continue
 
         if ev == EV_RTO:
             # ours (HPCC has no timeout; run only without PFC): go back to the first
             # unacknowledged packet if nothing was acknowledged for rto_ps while idle
             f = x
-            rto_armed[f] = 0
-            if f_done[f] >= 0 or qp_done[f] or snd_sched[f]:
+            fl[f, FL_RTO_ARMED] = 0
+            if f_done[f] >= 0 or fl[f, FL_QP_DONE] or fl[f, FL_SND_SCHED]:
                 continue  # sending again: a new timer is armed when it goes idle
-            if snd_una[f] != rto_mark[f]:
-                rto_armed[f] = 1
-                rto_mark[f] = snd_una[f]  # progress since the timer was armed: wait more
+            if fl[f, FL_SND_UNA] != fl[f, FL_RTO_MARK]:
+                fl[f, FL_RTO_ARMED] = 1
+                fl[f, FL_RTO_MARK] = fl[
+                    f, FL_SND_UNA
+                ]  # progress since the timer was armed: wait more
                 eq.push(q, now + rto_ps, EV_RTO | (f << 4))
                 continue
             stats[S_RTOS] += 1
-            snd_next[f] = snd_una[f]
-            if snd_next[f] < f_npk[f]:
-                snd_sched[f] = 1
-                eq.push(q, max(now, next_avail[f]), EV_QP_READY | (f << 4))
+            fl[f, FL_SND_NEXT] = fl[f, FL_SND_UNA]
+            if fl[f, FL_SND_NEXT] < fl[f, FL_NPK]:
+                fl[f, FL_SND_SCHED] = 1
+                eq.push(q, max(now, fl[f, FL_NEXT_AVAIL]), EV_QP_READY | (f << 4))
             continue
 
         if ev == EV_SAMPLE:
@@ -789,8 +812,8 @@ def run(
     stats[S_END_PS] = now
     if tracing:
         for f in range(nf):
-            if qp_done[f] == 0:  # the run ended first (its last ACKs still on the way)
-                _trace(cc_trace, stats, now, f, TR_DONE, rc, rt, alpha, stage, fly_max)
+            if fl[f, FL_QP_DONE] == 0:  # the run ended first (its last ACKs still on the way)
+                _trace(cc_trace, stats, now, f, TR_DONE, fl, fr)
     stats[S_MAX_SW_USED] = (max_sw_b + mtu - 1) // mtu
     stats[S_HDRM_MAX] = (hdrm_b + mtu - 1) // mtu
     # packets still queued or on a wire when the last job finished (late duplicates, ACKs of

@@ -14,6 +14,87 @@ from evaluation.fabric.kernel_io import Background, Flows, Limits, Nic, Topology
 
 I64 = np.int64
 
+# A flow's row of `State.fl`: the Flows fields the event loop reads, then the sender's (HPCC's
+# RdmaQueuePair: go-back-N, pacing, DCQCN mlx) and the receiver's (RdmaRxQueuePair) state, the
+# fields every packet reads first. One table rather than an array per field: the loop keeps one
+# base pointer and a row offset per flow, where an array per field cost a reload of its pointer
+# and length and a negative-index fixup at every access (measured: 1.2x the whole loop), and a
+# flow's fields share cache lines.
+FLOW_COLUMNS: dict[str, int | None] = {
+    # column: initial value, or None for the Flows field of that name
+    "plen": None,
+    "rplen": None,
+    "npk": None,
+    "job": None,
+    "step": None,
+    "snd_next": 0,
+    "snd_una": 0,
+    "rcv_exp": 0,
+    "qp_done": 0,  # all ACKed: QpComplete cancelled the timers
+    "snd_sched": 0,  # a QP_READY is pending or the flow is ready
+    "next_avail": 0,  # m_nextAvail
+    "cls": 0,  # PQ: the flow's class, fixed at its start
+    "src": None,
+    "win": None,
+    "slot_row": None,
+    "sig": None,
+    "psn0": None,
+    "start": None,
+    "wait": None,  # predecessors not yet delivered (Flows.npred)
+    "rto_mark": -1,
+    "rto_armed": 0,
+    "alpha_next": -1,  # next UpdateAlphaMlx; -1: before the 1st CNP
+    "alpha_flag": 0,  # m_alpha_cnp_arrived
+    "dec_flag": 0,  # m_decrease_cnp_arrived
+    "dec_next": -1,  # the CheckRateDecreaseMlx grid
+    "dec_pending": 0,
+    "stage": 0,  # m_rpTimeStage
+    "next_inc": -1,  # RP timer; -1: not running
+    "rpt_evt": -1,  # time of its pending event (at most one)
+    "fly_max": 0,  # for cc_trace
+    "nack_last": -1,
+    "nack_timer": 0,
+    "last_cnp": -(1 << 60),
+}
+(
+    FL_PLEN,
+    FL_RPLEN,
+    FL_NPK,
+    FL_JOB,
+    FL_STEP,
+    FL_SND_NEXT,
+    FL_SND_UNA,
+    FL_RCV_EXP,
+    FL_QP_DONE,
+    FL_SND_SCHED,
+    FL_NEXT_AVAIL,
+    FL_CLS,
+    FL_SRC,
+    FL_WIN,
+    FL_SLOT_ROW,
+    FL_SIG,
+    FL_PSN0,
+    FL_START,
+    FL_WAIT,
+    FL_RTO_MARK,
+    FL_RTO_ARMED,
+    FL_ALPHA_NEXT,
+    FL_ALPHA_FLAG,
+    FL_DEC_FLAG,
+    FL_DEC_NEXT,
+    FL_DEC_PENDING,
+    FL_STAGE,
+    FL_NEXT_INC,
+    FL_RPT_EVT,
+    FL_FLY_MAX,
+    FL_NACK_LAST,
+    FL_NACK_TIMER,
+    FL_LAST_CNP,
+) = range(len(FLOW_COLUMNS))
+# each column's constant is its name's (the kernel's numba code reads them as constants)
+assert all(globals()[f"FL_{name.upper()}"] == i for i, name in enumerate(FLOW_COLUMNS))
+FR_RC, FR_RT, FR_ALPHA = range(3)  # `State.fr`: m_rate, m_targetRate, alpha (float64)
+
 
 class State(NamedTuple):
     flows_tab: np.ndarray  # [unit, Flows.slot_row] Symphony's flow_base register
@@ -53,38 +134,33 @@ class State(NamedTuple):
     rq_buf: np.ndarray
     rq_head: np.ndarray
     rq_len: np.ndarray
-    # senders (RdmaQueuePair): go-back-N, pacing, DCQCN (mlx)
-    snd_next: np.ndarray
-    snd_una: np.ndarray
-    snd_sched: np.ndarray  # a QP_READY is pending or the flow is ready
-    next_avail: np.ndarray  # m_nextAvail
-    qp_done: np.ndarray  # all ACKed: QpComplete cancelled the timers
-    rto_mark: np.ndarray
-    rto_armed: np.ndarray
-    rc: np.ndarray  # m_rate
-    rt: np.ndarray  # m_targetRate
-    alpha: np.ndarray
-    alpha_next: np.ndarray  # next UpdateAlphaMlx; -1: before the 1st CNP
-    alpha_flag: np.ndarray  # m_alpha_cnp_arrived
-    dec_flag: np.ndarray  # m_decrease_cnp_arrived
-    dec_next: np.ndarray  # the CheckRateDecreaseMlx grid
-    dec_pending: np.ndarray
-    stage: np.ndarray  # m_rpTimeStage
-    next_inc: np.ndarray  # RP timer; -1: not running
-    rpt_evt: np.ndarray  # time of its pending event (at most one)
-    f_cls: np.ndarray  # PQ: the flow's class, fixed at its start
-    fly_max: np.ndarray  # for cc_trace
-    # receivers (RdmaRxQueuePair)
-    rcv_exp: np.ndarray
-    nack_last: np.ndarray
-    nack_timer: np.ndarray
-    last_cnp: np.ndarray
-    wait: np.ndarray  # predecessors not yet delivered
+    # per flow, one row each (FL_* columns: its inputs the loop reads, then its sender's and
+    # receiver's state; FR_*: the sender's rates)
+    fl: np.ndarray
+    fr: np.ndarray
     # jobs
     active: np.ndarray  # [job, step] flows in flight
     distinct: np.ndarray
     left: np.ndarray
     rx_acc: np.ndarray
+
+
+def flow_rows(flows: Flows, nic: Nic) -> np.ndarray:
+    """`State.fl`: one row per flow, FLOW_COLUMNS' columns."""
+    nf = flows.src.shape[0]
+    rows = np.empty((nf, len(FLOW_COLUMNS)), dtype=I64)
+    for col, (name, init) in enumerate(FLOW_COLUMNS.items()):
+        field = "npred" if name == "wait" else name
+        rows[:, col] = getattr(flows, field) if init is None else init
+    return rows
+
+
+def flow_rates(nf: int, nic: Nic) -> np.ndarray:
+    """`State.fr`: per flow m_rate and m_targetRate at line rate, alpha 1."""
+    rates = np.empty((nf, 3), dtype=np.float64)
+    rates[:, FR_RC] = rates[:, FR_RT] = nic.line_gbps
+    rates[:, FR_ALPHA] = 1.0
+    return rates
 
 
 def register_rows(slot: np.ndarray) -> np.ndarray:
@@ -144,31 +220,8 @@ def new_state(
         rq_buf=zeros(n_hosts, rq_cap),
         rq_head=zeros(n_hosts),
         rq_len=zeros(n_hosts),
-        snd_next=zeros(nf),
-        snd_una=zeros(nf),
-        snd_sched=zeros(nf),
-        next_avail=zeros(nf),
-        qp_done=zeros(nf),
-        rto_mark=full(-1, nf),
-        rto_armed=zeros(nf),
-        rc=np.full(nf, nic.line_gbps, dtype=np.float64),
-        rt=np.full(nf, nic.line_gbps, dtype=np.float64),
-        alpha=np.ones(nf),
-        alpha_next=full(-1, nf),
-        alpha_flag=zeros(nf),
-        dec_flag=zeros(nf),
-        dec_next=full(-1, nf),
-        dec_pending=zeros(nf),
-        stage=zeros(nf),
-        next_inc=full(-1, nf),
-        rpt_evt=full(-1, nf),
-        f_cls=zeros(nf),
-        fly_max=zeros(nf),
-        rcv_exp=zeros(nf),
-        nack_last=full(-1, nf),
-        nack_timer=zeros(nf),
-        last_cnp=full(-(1 << 60), nf),
-        wait=flows.npred.astype(I64, copy=True),
+        fl=flow_rows(flows, nic),
+        fr=flow_rates(nf, nic),
         active=zeros(n_jobs + 1, flows.n_steps),
         distinct=zeros(n_jobs + 1),
         left=zeros(n_jobs + 1),
