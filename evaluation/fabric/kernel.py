@@ -64,6 +64,14 @@ from evaluation.fabric.kernel_state import (
     FR_ALPHA,
     FR_RC,
     FR_RT,
+    PK_CE,
+    PK_FLOW,
+    PK_HOP,
+    PK_IDX,
+    PK_IN,
+    PK_KIND,
+    PK_NEXT,
+    PK_PRIO,
     State,
 )
 
@@ -100,20 +108,20 @@ RESULTS_VERSION = 2
 
 
 @njit(cache=True, _nrt=False)
-def _enq(head, tail, qlen, nxt, a, c, pk):
-    nxt[pk] = -1
+def _enq(head, tail, qlen, pkt, a, c, pk):
+    pkt[pk, PK_NEXT] = -1
     if qlen[a, c] == 0:
         head[a, c] = pk
     else:
-        nxt[tail[a, c]] = pk
+        pkt[tail[a, c], PK_NEXT] = pk
     tail[a, c] = pk
     qlen[a, c] += 1
 
 
 @njit(cache=True, _nrt=False)
-def _deq(head, qlen, nxt, a, c):
+def _deq(head, qlen, pkt, a, c):
     pk = head[a, c]
-    head[a, c] = nxt[pk]
+    head[a, c] = pkt[pk, PK_NEXT]
     qlen[a, c] -= 1
     return pk
 
@@ -202,8 +210,7 @@ def run(
     ov_series, rx_series, job_maxov = out.ov_series, out.rx_series, out.job_maxov
     stats, js, cc_trace = out.stats, out.js, out.cc_trace
     flows_tab, q = st.flows_tab, st.q
-    pk_flow, pk_kind, pk_idx, pk_hop = st.pk_flow, st.pk_kind, st.pk_idx, st.pk_hop
-    pk_ce, pk_prio, pk_in, pk_next = st.pk_ce, st.pk_prio, st.pk_in, st.pk_next
+    pkt = st.pkt  # per packet: its row of fields (kernel_state.PK_*)
     free, in_use, ack_ser = st.free, st.in_use, st.ack_ser
     q_head, q_tail, q_len, q_bytes = st.q_head, st.q_tail, st.q_len, st.q_bytes
     busy, pending, sw_used, ing = st.busy, st.pending, st.sw_used, st.ing
@@ -253,15 +260,15 @@ def run(
         if ev == EV_ARRIVE:
             pk = x
             pku = np.uint64(pk)
-            f = pk_flow[pku]
-            hop = pk_hop[pku]
-            kind = pk_kind[pku]
+            f = pkt[pku, PK_FLOW]
+            hop = pkt[pku, PK_HOP]
+            kind = pkt[pku, PK_KIND]
             if kind != KIND_DATA:
                 if hop == fl[f, FL_RPLEN]:
                     # the sender: RdmaHw::ReceiveAck
                     stats[S_CTRL_DONE] += 1
-                    seq = pk_idx[pku]
-                    cnp = pk_ce[pku]
+                    seq = pkt[pku, PK_IDX]
+                    cnp = pkt[pku, PK_CE]
                     free[nfree] = pk
                     nfree += 1
                     if fl[f, FL_QP_DONE]:
@@ -340,7 +347,7 @@ def run(
             else:
                 if hop == fl[f, FL_PLEN]:
                     # the receiver: RdmaHw::ReceiveUdp / ReceiverCheckSeq (ACK interval 1)
-                    idx = pk_idx[pku]
+                    idx = pkt[pku, PK_IDX]
                     exp = fl[f, FL_RCV_EXP]
                     reply = 0
                     if idx == exp:
@@ -348,7 +355,7 @@ def run(
                         fl[f, FL_RCV_EXP] = exp + 1
                         stats[S_DELIVERED] += 1
                         rx_acc[fl[f, FL_JOB]] += 1
-                        if pk_ce[pku]:
+                        if pkt[pku, PK_CE]:
                             stats[S_CE_DELIVERED] += 1
                         if exp + 1 == fl[f, FL_NPK]:
                             f_done[f] = now
@@ -380,7 +387,7 @@ def run(
                         nfree += 1
                         continue
                     # the data packet becomes its ACK/NACK, CNP flag = its CE bit
-                    cnp = pk_ce[pku]
+                    cnp = pkt[pku, PK_CE]
                     if cnp and cnp_int_ps > 0:
                         if now - fl[f, FL_LAST_CNP] >= cnp_int_ps:
                             fl[f, FL_LAST_CNP] = now
@@ -388,12 +395,12 @@ def run(
                             cnp = 0
                     stats[S_ACKS] += 1
                     stats[S_CNPS] += cnp
-                    pk_kind[pku] = reply
-                    pk_idx[pku] = fl[f, FL_RCV_EXP]
-                    pk_ce[pku] = cnp
-                    pk_hop[pku] = 1
+                    pkt[pku, PK_KIND] = reply
+                    pkt[pku, PK_IDX] = fl[f, FL_RCV_EXP]
+                    pkt[pku, PK_CE] = cnp
+                    pkt[pku, PK_HOP] = 1
                     h = f_rpath[f, 0]
-                    _enq(a_head, a_tail, a_len, pk_next, h, 0, pk)
+                    _enq(a_head, a_tail, a_len, pkt, h, 0, pk)
                     if pending[h] != 0:
                         continue
                     if busy[h] > now or jobs_left == 0 or eq.has(q, now):
@@ -414,7 +421,7 @@ def run(
                     stats[S_HOPS] += 1
                     if mode == MODE_SYMPHONY and sym_unit[portu] >= 0:
                         unit = sym_unit[portu]  # the state's row: this switch, or this egress port
-                        idx = pk_idx[pku]
+                        idx = pkt[pku, PK_IDX]
                         npk = fl[f, FL_NPK]
                         if npk == 1:
                             opc = WRITE_ONLY
@@ -453,12 +460,12 @@ def run(
                                 depth = q_bytes[portu, prio] // mtu
                                 if sk.symphony_ce(True, depth, prm[j, sk.P_SYM_GATE]):
                                     stats[S_SYM_MARKS] += 1
-                                    pk_ce[pku] = 1
+                                    pkt[pku, PK_CE] = 1
                                     if not sk.step_later(s, js[unit, j, sk.JS_STEP_MIN]):
                                         stats[S_MARKS_NOT_OUTPACING] += 1
             if ev == EV_ARRIVE:  # not a host: the packet is at a switch
                 sw = port_switch[portu]
-                pk_prio[pku] = prio
+                pkt[pku, PK_PRIO] = prio
                 # enqueue (drop-tail on the port's bytes, or on the switch's shared buffer; the
                 # control class is outside both)
                 if prio < 2 and (
@@ -473,11 +480,11 @@ def run(
                     free[nfree] = pk
                     nfree += 1
                     continue
-                _enq(q_head, q_tail, q_len, pk_next, port, prio, pk)
+                _enq(q_head, q_tail, q_len, pkt, port, prio, pk)
                 q_bytes[portu, prio] += size
-                pk_in[pku] = -1
+                pkt[pku, PK_IN] = -1
                 if pfc and prio < 2:
-                    pk_in[pku] = link
+                    pkt[pku, PK_IN] = link
                     sw_used[sw] += size
                     if sw_used[sw] > max_sw_b:
                         max_sw_b = sw_used[sw]
@@ -518,9 +525,9 @@ def run(
                 pr = 1
             else:
                 continue
-            pk = _deq(q_head, q_len, pk_next, portu, pr)
+            pk = _deq(q_head, q_len, pkt, portu, pr)
             pku = np.uint64(pk)
-            kind = pk_kind[pku]
+            kind = pkt[pku, PK_KIND]
             size = ack_bytes if kind != KIND_DATA else mtu
             q_bytes[portu, pr] -= size
             busy[portu] = now + (ack_ser[portu] if kind != KIND_DATA else port_ser[portu])
@@ -530,7 +537,7 @@ def run(
             if pfc and pr < 2:
                 sw = port_switch[portu]
                 sw_used[sw] -= size
-                link = pk_in[pku]
+                link = pkt[pku, PK_IN]
                 if link >= 0:
                     ing[link, pr] -= size
                     if xoff[link, pr]:
@@ -538,7 +545,7 @@ def run(
                         if ing[link, pr] == 0 or ing[link, pr] + resume_b <= thr_pfc:
                             xoff[link, pr] = 0
                             eq.push(q, now + prop_ps, EV_PFC | ((link * 4 + pr * 2) << 4))
-            f = pk_flow[pku]
+            f = pkt[pku, PK_FLOW]
             if f < 0:
                 stats[S_BG_DONE] += 1
                 free[nfree] = pk
@@ -553,8 +560,8 @@ def run(
                 th = qthr[depth]
                 if th > 0 and (th >= sk.COIN_RANGE or np.random.randint(0, sk.COIN_RANGE) < th):
                     stats[S_QUEUE_MARKS] += 1
-                    pk_ce[pku] = 1
-            pk_hop[pku] += 1
+                    pkt[pku, PK_CE] = 1
+            pkt[pku, PK_HOP] += 1
             eq.push(q, busy[portu] + prop_ps, EV_ARRIVE | (pk << 4))
             continue
 
@@ -598,8 +605,8 @@ def run(
             pending[h] = 0
             if a_len[h, 0] > 0:
                 pk = a_head[h, 0]
-                if ack_hi_nic or paused[h, fl[pk_flow[pk], FL_CLS]] == 0:
-                    _deq(a_head, a_len, pk_next, h, 0)
+                if ack_hi_nic or paused[h, fl[pkt[pk, PK_FLOW], FL_CLS]] == 0:
+                    _deq(a_head, a_len, pkt, h, 0)
                     busy[h] = now + ack_ser[h]
                     eq.push(q, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
                     if a_len[h, 0] + rq_len[h] > 0:
@@ -643,15 +650,15 @@ def run(
                 break
             nfree -= 1
             pk = free[nfree]
-            pk_flow[pk] = f
-            pk_kind[pk] = KIND_DATA
-            pk_idx[pk] = fl[f, FL_SND_NEXT]
-            pk_hop[pk] = 1
-            pk_ce[pk] = 0
+            pkt[pk, PK_FLOW] = f
+            pkt[pk, PK_KIND] = KIND_DATA
+            pkt[pk, PK_IDX] = fl[f, FL_SND_NEXT]
+            pkt[pk, PK_HOP] = 1
+            pkt[pk, PK_CE] = 0
             if forced_ce:
                 for k in range(f_ce_psn.shape[1]):
                     if f_ce_psn[f, k] == fl[f, FL_SND_NEXT]:
-                        pk_ce[pk] = 1
+                        pkt[pk, PK_CE] = 1
             fl[f, FL_SND_NEXT] += 1
             if fl[f, FL_SND_NEXT] - fl[f, FL_SND_UNA] > fl[f, FL_FLY_MAX]:
                 fl[f, FL_FLY_MAX] = fl[f, FL_SND_NEXT] - fl[f, FL_SND_UNA]
@@ -770,13 +777,13 @@ def run(
             else:
                 nfree -= 1
                 pk = free[nfree]
-                pk_flow[pk] = -1
-                pk_kind[pk] = KIND_DATA
-                pk_in[pk] = -1  # not flow-controlled (it has no upstream here)
+                pkt[pk, PK_FLOW] = -1
+                pkt[pk, PK_KIND] = KIND_DATA
+                pkt[pk, PK_IN] = -1  # not flow-controlled (it has no upstream here)
                 pr = 1 if mode == MODE_PQ else 0
                 if pfc:
                     sw_used[sw] += mtu
-                _enq(q_head, q_tail, q_len, pk_next, port, pr, pk)
+                _enq(q_head, q_tail, q_len, pkt, port, pr, pk)
                 q_bytes[port, pr] += mtu
                 if pending[port] == 0:
                     pending[port] = 1
@@ -822,9 +829,9 @@ def run(
         in_use[free[i]] = False
     for i in range(pool_size):
         if in_use[i]:
-            if pk_flow[i] < 0:
+            if pkt[i, PK_FLOW] < 0:
                 stats[S_BG_LEFT] += 1
-            elif pk_kind[i] != KIND_DATA:
+            elif pkt[i, PK_KIND] != KIND_DATA:
                 stats[S_CTRL_LEFT] += 1
             else:
                 stats[S_LEFT] += 1

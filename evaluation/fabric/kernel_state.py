@@ -93,21 +93,22 @@ FLOW_COLUMNS: dict[str, int | None] = {
 ) = range(len(FLOW_COLUMNS))
 # each column's constant is its name's (the kernel's numba code reads them as constants)
 assert all(globals()[f"FL_{name.upper()}"] == i for i, name in enumerate(FLOW_COLUMNS))
-FR_RC, FR_RT, FR_ALPHA = range(3)  # `State.fr`: m_rate, m_targetRate, alpha (float64)
+FR_RC, FR_RT, FR_ALPHA = range(3)
+# A packet's row of `State.pkt` (64 bytes: one cache line), for the same reasons
+PK_FLOW, PK_KIND, PK_IDX, PK_HOP = range(4)  # PK_IDX: data: PSN index; ACK/NACK: next expected
+PK_CE = 4  # data: CE; ACK/NACK: the CNP flag
+PK_PRIO = 5
+PK_IN = 6  # ingress link (upstream egress port), -1 none
+PK_NEXT = 7  # FIFO link
+PK_COLUMNS = 8  # `State.fr`: m_rate, m_targetRate, alpha (float64)
 
 
 class State(NamedTuple):
     flows_tab: np.ndarray  # [unit, Flows.slot_row] Symphony's flow_base register
     q: np.ndarray  # the event queue (event_queue.new_queue)
-    # packet pool: data (kind 0, flow -1 for background), ACK (1), NACK (2)
-    pk_flow: np.ndarray
-    pk_kind: np.ndarray
-    pk_idx: np.ndarray  # data: PSN index; ACK/NACK: next expected
-    pk_hop: np.ndarray
-    pk_ce: np.ndarray  # data: CE; ACK/NACK: the CNP flag
-    pk_prio: np.ndarray
-    pk_in: np.ndarray  # ingress link (upstream egress port), -1 none
-    pk_next: np.ndarray  # FIFO link
+    # the packet pool, a row per packet (PK_* columns): data (kind 0, flow -1 for background),
+    # ACK (1), NACK (2)
+    pkt: np.ndarray
     free: np.ndarray  # free packets (a stack)
     in_use: np.ndarray  # scratch for the count of packets left at the end
     # ports: FIFOs per class (0, 1 data, 2 control), bytes per class, transmitter
@@ -190,14 +191,7 @@ def new_state(
     return State(
         flows_tab=zeros(n_units, int(flows.slot_row.max(initial=0)) + 1),
         q=new_queue(queue_cap),
-        pk_flow=zeros(pool),
-        pk_kind=zeros(pool),
-        pk_idx=zeros(pool),
-        pk_hop=zeros(pool),
-        pk_ce=zeros(pool),
-        pk_prio=zeros(pool),
-        pk_in=zeros(pool),
-        pk_next=zeros(pool),
+        pkt=zeros(pool, PK_COLUMNS),
         free=np.arange(pool - 1, -1, -1, dtype=I64),
         in_use=np.ones(pool, dtype=np.bool_),
         ack_ser=topo.port_ser * nic.ack_bytes // nic.mtu,
