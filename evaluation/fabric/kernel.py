@@ -72,6 +72,25 @@ from evaluation.fabric.kernel_state import (
     PK_KIND,
     PK_NEXT,
     PK_PRIO,
+    PT_A_HEAD,
+    PT_A_LEN,
+    PT_A_TAIL,
+    PT_ACK_SER,
+    PT_AFTER_XOFF,
+    PT_BUSY,
+    PT_ING,
+    PT_PAUSED,
+    PT_PAUSED_SINCE,
+    PT_PENDING,
+    PT_Q_BYTES,
+    PT_Q_HEAD,
+    PT_Q_LEN,
+    PT_Q_TAIL,
+    PT_RQ_HEAD,
+    PT_RQ_LEN,
+    PT_SER,
+    PT_SWITCH,
+    PT_XOFF,
     State,
 )
 
@@ -107,22 +126,24 @@ RESULTS_VERSION = 2
 # own name, as numba would type a variable that holds both int64 and uint64 as float64.
 
 
-@njit(cache=True, _nrt=False)
-def _enq(head, tail, qlen, pkt, a, c, pk):
+@njit(cache=True, _nrt=False, inline="always")
+def _enq(pt, pkt, a, head, tail, qlen, pk):
+    """Packet pk to the back of port a's FIFO whose head, tail and length are those columns."""
     pkt[pk, PK_NEXT] = -1
-    if qlen[a, c] == 0:
-        head[a, c] = pk
+    if pt[a, qlen] == 0:
+        pt[a, head] = pk
     else:
-        pkt[tail[a, c], PK_NEXT] = pk
-    tail[a, c] = pk
-    qlen[a, c] += 1
+        pkt[pt[a, tail], PK_NEXT] = pk
+    pt[a, tail] = pk
+    pt[a, qlen] += 1
 
 
-@njit(cache=True, _nrt=False)
-def _deq(head, qlen, pkt, a, c):
-    pk = head[a, c]
-    head[a, c] = pkt[pk, PK_NEXT]
-    qlen[a, c] -= 1
+@njit(cache=True, _nrt=False, inline="always")
+def _deq(pt, pkt, a, head, qlen):
+    """The packet at the front of port a's FIFO (head and length columns), taken off."""
+    pk = pt[a, head]
+    pt[a, head] = pkt[pk, PK_NEXT]
+    pt[a, qlen] -= 1
     return pk
 
 
@@ -189,7 +210,7 @@ def run(
     `kernel_state.new_state` (the kernel allocates nothing: numba's runtime is off)."""
     np.random.seed(seed)
     # the groups' fields as the locals the loop below reads (free without the runtime)
-    port_ser, port_switch, prop_ps = topo.port_ser, topo.port_switch, topo.prop_ps
+    prop_ps = topo.prop_ps
     buffer_pkts, qthr, pfc = topo.buffer_pkts, topo.qthr, topo.pfc
     sw_buf, pfc_shift = topo.sw_buf, topo.pfc_shift
     resume_pkts, n_hosts = topo.resume_pkts, topo.n_hosts
@@ -211,12 +232,8 @@ def run(
     stats, js, cc_trace = out.stats, out.js, out.cc_trace
     flows_tab, q = st.flows_tab, st.q
     pkt = st.pkt  # per packet: its row of fields (kernel_state.PK_*)
-    free, in_use, ack_ser = st.free, st.in_use, st.ack_ser
-    q_head, q_tail, q_len, q_bytes = st.q_head, st.q_tail, st.q_len, st.q_bytes
-    busy, pending, sw_used, ing = st.busy, st.pending, st.sw_used, st.ing
-    xoff, after_xoff, paused, paused_since = st.xoff, st.after_xoff, st.paused, st.paused_since
-    a_head, a_tail, a_len = st.a_head, st.a_tail, st.a_len
-    rq_buf, rq_head, rq_len = st.rq_buf, st.rq_head, st.rq_len
+    free, in_use, sw_used, rq_buf = st.free, st.in_use, st.sw_used, st.rq_buf
+    pt = st.pt  # per port (NICs first: a host's NIC is its port): its row (kernel_state.PT_*)
     fl, fr = st.fl, st.fr  # per flow: its row of fields (kernel_state.FL_*, FR_*)
     active, distinct, left, rx_acc = st.active, st.distinct, st.left, st.rx_acc
 
@@ -400,12 +417,12 @@ def run(
                     pkt[pku, PK_CE] = cnp
                     pkt[pku, PK_HOP] = 1
                     h = f_rpath[f, 0]
-                    _enq(a_head, a_tail, a_len, pkt, h, 0, pk)
-                    if pending[h] != 0:
+                    _enq(pt, pkt, h, PT_A_HEAD, PT_A_TAIL, PT_A_LEN, pk)
+                    if pt[h, PT_PENDING] != 0:
                         continue
-                    if busy[h] > now or jobs_left == 0 or eq.has(q, now):
-                        pending[h] = 1
-                        eq.push(q, max(now, busy[h]), EV_NIC_TXDONE | (h << 4))
+                    if pt[h, PT_BUSY] > now or jobs_left == 0 or eq.has(q, now):
+                        pt[h, PT_PENDING] = 1
+                        eq.push(q, max(now, pt[h, PT_BUSY]), EV_NIC_TXDONE | (h << 4))
                         continue
                     # the event would pop next (nothing else at `now`): run it here
                     stats[S_EVENTS] += 1
@@ -457,21 +474,21 @@ def run(
                                 )
                                 # the backlog gate on the depth this packet joins, in MTUs of its
                                 # class
-                                depth = q_bytes[portu, prio] // mtu
+                                depth = pt[portu, PT_Q_BYTES + prio] // mtu
                                 if sk.symphony_ce(True, depth, prm[j, sk.P_SYM_GATE]):
                                     stats[S_SYM_MARKS] += 1
                                     pkt[pku, PK_CE] = 1
                                     if not sk.step_later(s, js[unit, j, sk.JS_STEP_MIN]):
                                         stats[S_MARKS_NOT_OUTPACING] += 1
             if ev == EV_ARRIVE:  # not a host: the packet is at a switch
-                sw = port_switch[portu]
+                sw = pt[portu, PT_SWITCH]
                 pkt[pku, PK_PRIO] = prio
                 # enqueue (drop-tail on the port's bytes, or on the switch's shared buffer; the
                 # control class is outside both)
                 if prio < 2 and (
                     (sw_used[sw] + size > sw_cap)
                     if pfc
-                    else (q_bytes[portu, 0] + q_bytes[portu, 1] + size > port_cap)
+                    else (pt[portu, PT_Q_BYTES] + pt[portu, PT_Q_BYTES + 1] + size > port_cap)
                 ):
                     if kind == KIND_DATA:
                         stats[S_DROPPED] += 1
@@ -480,34 +497,34 @@ def run(
                     free[nfree] = pk
                     nfree += 1
                     continue
-                _enq(q_head, q_tail, q_len, pkt, port, prio, pk)
-                q_bytes[portu, prio] += size
+                _enq(pt, pkt, port, PT_Q_HEAD + prio, PT_Q_TAIL + prio, PT_Q_LEN + prio, pk)
+                pt[portu, PT_Q_BYTES + prio] += size
                 pkt[pku, PK_IN] = -1
                 if pfc and prio < 2:
                     pkt[pku, PK_IN] = link
                     sw_used[sw] += size
                     if sw_used[sw] > max_sw_b:
                         max_sw_b = sw_used[sw]
-                    ing[link, prio] += size
-                    if xoff[link, prio]:
+                    pt[link, PT_ING + prio] += size
+                    if pt[link, PT_XOFF + prio]:
                         # arrived after our XOFF: what the headroom has to hold
-                        after_xoff[link, prio] += size
-                        if after_xoff[link, prio] > hdrm_b:
-                            hdrm_b = after_xoff[link, prio]
-                    elif ing[link, prio] > (sw_free[sw] - sw_used[sw]) >> pfc_shift:
-                        xoff[link, prio] = 1
-                        after_xoff[link, prio] = 0
+                        pt[link, PT_AFTER_XOFF + prio] += size
+                        if pt[link, PT_AFTER_XOFF + prio] > hdrm_b:
+                            hdrm_b = pt[link, PT_AFTER_XOFF + prio]
+                    elif pt[link, PT_ING + prio] > (sw_free[sw] - sw_used[sw]) >> pfc_shift:
+                        pt[link, PT_XOFF + prio] = 1
+                        pt[link, PT_AFTER_XOFF + prio] = 0
                         stats[S_PAUSES] += 1
                         eq.push(q, now + prop_ps, EV_PFC | ((link * 4 + prio * 2 + 1) << 4))
-                depth = (q_bytes[portu, 0] + q_bytes[portu, 1] + mtu - 1) // mtu
+                depth = (pt[portu, PT_Q_BYTES] + pt[portu, PT_Q_BYTES + 1] + mtu - 1) // mtu
                 if depth > stats[S_MAX_QUEUE]:
                     stats[S_MAX_QUEUE] = depth
-                if pending[portu] == 0:
-                    if busy[portu] <= now:
+                if pt[portu, PT_PENDING] == 0:
+                    if pt[portu, PT_BUSY] <= now:
                         ev = EV_PORT_TXDONE  # start now, below
                     else:
-                        pending[portu] = 1
-                        eq.push(q, busy[portu], EV_PORT_TXDONE | (port << 4))
+                        pt[portu, PT_PENDING] = 1
+                        eq.push(q, pt[portu, PT_BUSY], EV_PORT_TXDONE | (port << 4))
                         continue
                 else:
                     continue
@@ -516,34 +533,39 @@ def run(
         if ev == EV_PORT_TXDONE:
             port = x
             portu = np.uint64(port)
-            pending[portu] = 0
-            if q_len[portu, 2] > 0:
+            pt[portu, PT_PENDING] = 0
+            if pt[portu, PT_Q_LEN + 2] > 0:
                 pr = 2
-            elif q_len[portu, 0] > 0 and paused[portu, 0] == 0:
+            elif pt[portu, PT_Q_LEN] > 0 and pt[portu, PT_PAUSED] == 0:
                 pr = 0
-            elif q_len[portu, 1] > 0 and paused[portu, 1] == 0:
+            elif pt[portu, PT_Q_LEN + 1] > 0 and pt[portu, PT_PAUSED + 1] == 0:
                 pr = 1
             else:
                 continue
-            pk = _deq(q_head, q_len, pkt, portu, pr)
+            pk = _deq(pt, pkt, portu, PT_Q_HEAD + pr, PT_Q_LEN + pr)
             pku = np.uint64(pk)
             kind = pkt[pku, PK_KIND]
             size = ack_bytes if kind != KIND_DATA else mtu
-            q_bytes[portu, pr] -= size
-            busy[portu] = now + (ack_ser[portu] if kind != KIND_DATA else port_ser[portu])
-            if q_len[portu, 0] + q_len[portu, 1] + q_len[portu, 2] > 0:
-                pending[portu] = 1
-                eq.push(q, busy[portu], EV_PORT_TXDONE | (port << 4))
+            pt[portu, PT_Q_BYTES + pr] -= size
+            pt[portu, PT_BUSY] = now + (
+                pt[portu, PT_ACK_SER] if kind != KIND_DATA else pt[portu, PT_SER]
+            )
+            if pt[portu, PT_Q_LEN] + pt[portu, PT_Q_LEN + 1] + pt[portu, PT_Q_LEN + 2] > 0:
+                pt[portu, PT_PENDING] = 1
+                eq.push(q, pt[portu, PT_BUSY], EV_PORT_TXDONE | (port << 4))
             if pfc and pr < 2:
-                sw = port_switch[portu]
+                sw = pt[portu, PT_SWITCH]
                 sw_used[sw] -= size
                 link = pkt[pku, PK_IN]
                 if link >= 0:
-                    ing[link, pr] -= size
-                    if xoff[link, pr]:
+                    pt[link, PT_ING + pr] -= size
+                    if pt[link, PT_XOFF + pr]:
                         thr_pfc = (sw_free[sw] - sw_used[sw]) >> pfc_shift
-                        if ing[link, pr] == 0 or ing[link, pr] + resume_b <= thr_pfc:
-                            xoff[link, pr] = 0
+                        if (
+                            pt[link, PT_ING + pr] == 0
+                            or pt[link, PT_ING + pr] + resume_b <= thr_pfc
+                        ):
+                            pt[link, PT_XOFF + pr] = 0
                             eq.push(q, now + prop_ps, EV_PFC | ((link * 4 + pr * 2) << 4))
             f = pkt[pku, PK_FLOW]
             if f < 0:
@@ -554,7 +576,7 @@ def run(
             if kind == KIND_DATA:
                 # RED/ECN on the bytes this packet leaves behind in its queue, in MTUs (an
                 # ACK's mark would be ignored: HPCC's NIC reads no ECN bits from ACKs)
-                depth = q_bytes[portu, pr] // mtu
+                depth = pt[portu, PT_Q_BYTES + pr] // mtu
                 if depth >= qthr.shape[0]:
                     depth = qthr.shape[0] - 1
                 th = qthr[depth]
@@ -562,7 +584,7 @@ def run(
                     stats[S_QUEUE_MARKS] += 1
                     pkt[pku, PK_CE] = 1
             pkt[pku, PK_HOP] += 1
-            eq.push(q, busy[portu] + prop_ps, EV_ARRIVE | (pk << 4))
+            eq.push(q, pt[portu, PT_BUSY] + prop_ps, EV_ARRIVE | (pk << 4))
             continue
 
         if ev == EV_START:
@@ -588,12 +610,12 @@ def run(
         if ev == EV_QP_READY:
             f = x
             h = fl[f, FL_SRC]
-            rq_buf[h, (rq_head[h] + rq_len[h]) % rq_cap] = f
-            rq_len[h] += 1
-            if busy[h] > now or pending[h]:
-                if pending[h] == 0:
-                    pending[h] = 1
-                    eq.push(q, busy[h], EV_NIC_TXDONE | (h << 4))
+            rq_buf[h, (pt[h, PT_RQ_HEAD] + pt[h, PT_RQ_LEN]) % rq_cap] = f
+            pt[h, PT_RQ_LEN] += 1
+            if pt[h, PT_BUSY] > now or pt[h, PT_PENDING]:
+                if pt[h, PT_PENDING] == 0:
+                    pt[h, PT_PENDING] = 1
+                    eq.push(q, pt[h, PT_BUSY], EV_NIC_TXDONE | (h << 4))
                 continue
             ev = EV_NIC_TXDONE
             x = h
@@ -602,29 +624,29 @@ def run(
             # RdmaEgressQueue::GetNextQindex: the ACK queue first (unless PFC pauses the class
             # ACK_HIGH_PRIO gives it), then the ready flows round-robin
             h = x
-            pending[h] = 0
-            if a_len[h, 0] > 0:
-                pk = a_head[h, 0]
-                if ack_hi_nic or paused[h, fl[pkt[pk, PK_FLOW], FL_CLS]] == 0:
-                    _deq(a_head, a_len, pkt, h, 0)
-                    busy[h] = now + ack_ser[h]
-                    eq.push(q, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
-                    if a_len[h, 0] + rq_len[h] > 0:
-                        pending[h] = 1
-                        eq.push(q, busy[h], EV_NIC_TXDONE | (h << 4))
+            pt[h, PT_PENDING] = 0
+            if pt[h, PT_A_LEN] > 0:
+                pk = pt[h, PT_A_HEAD]
+                if ack_hi_nic or pt[h, PT_PAUSED + fl[pkt[pk, PK_FLOW], FL_CLS]] == 0:
+                    _deq(pt, pkt, h, PT_A_HEAD, PT_A_LEN)
+                    pt[h, PT_BUSY] = now + pt[h, PT_ACK_SER]
+                    eq.push(q, pt[h, PT_BUSY] + prop_ps, EV_ARRIVE | (pk << 4))
+                    if pt[h, PT_A_LEN] + pt[h, PT_RQ_LEN] > 0:
+                        pt[h, PT_PENDING] = 1
+                        eq.push(q, pt[h, PT_BUSY], EV_NIC_TXDONE | (h << 4))
                     continue
             f = -1
-            m = rq_len[h]
+            m = pt[h, PT_RQ_LEN]
             while m > 0:
                 m -= 1
-                c = rq_buf[h, rq_head[h]]
-                rq_head[h] = (rq_head[h] + 1) % rq_cap
-                rq_len[h] -= 1
+                c = rq_buf[h, pt[h, PT_RQ_HEAD]]
+                pt[h, PT_RQ_HEAD] = (pt[h, PT_RQ_HEAD] + 1) % rq_cap
+                pt[h, PT_RQ_LEN] -= 1
                 if f_done[c] < 0 and fl[c, FL_SND_NEXT] < fl[c, FL_NPK]:
-                    if paused[h, fl[c, FL_CLS]]:
+                    if pt[h, PT_PAUSED + fl[c, FL_CLS]]:
                         # PFC holds this flow's priority on the host link: back of the queue
-                        rq_buf[h, (rq_head[h] + rq_len[h]) % rq_cap] = c
-                        rq_len[h] += 1
+                        rq_buf[h, (pt[h, PT_RQ_HEAD] + pt[h, PT_RQ_LEN]) % rq_cap] = c
+                        pt[h, PT_RQ_LEN] += 1
                         continue
                     if _win_bound(
                         fl[c, FL_WIN],
@@ -663,11 +685,11 @@ def run(
             if fl[f, FL_SND_NEXT] - fl[f, FL_SND_UNA] > fl[f, FL_FLY_MAX]:
                 fl[f, FL_FLY_MAX] = fl[f, FL_SND_NEXT] - fl[f, FL_SND_UNA]
             stats[S_SENT] += 1
-            busy[h] = now + port_ser[h]
-            eq.push(q, busy[h] + prop_ps, EV_ARRIVE | (pk << 4))
-            if rq_len[h] + a_len[h, 0] > 0:
-                pending[h] = 1
-                eq.push(q, busy[h], EV_NIC_TXDONE | (h << 4))
+            pt[h, PT_BUSY] = now + pt[h, PT_SER]
+            eq.push(q, pt[h, PT_BUSY] + prop_ps, EV_ARRIVE | (pk << 4))
+            if pt[h, PT_RQ_LEN] + pt[h, PT_A_LEN] > 0:
+                pt[h, PT_PENDING] = 1
+                eq.push(q, pt[h, PT_BUSY], EV_NIC_TXDONE | (h << 4))
             # pacing (UpdateNextAvail, RATE_BOUND 1): the next packet at the current rate
             gap = np.int64(mtu_bits / fr[f, FR_RC] * 1000.0)
             fl[f, FL_NEXT_AVAIL] = now + gap
@@ -766,11 +788,11 @@ def run(
                 continue
             port = bg_port[b]
             stats[S_BG_SENT] += 1
-            sw = port_switch[port]
+            sw = pt[port, PT_SWITCH]
             full = (
                 (sw_used[sw] + mtu > sw_cap)
                 if pfc
-                else (q_bytes[port, 0] + q_bytes[port, 1] + mtu > port_cap)
+                else (pt[port, PT_Q_BYTES] + pt[port, PT_Q_BYTES + 1] + mtu > port_cap)
             )
             if full or nfree == 0:
                 stats[S_BG_DROPPED] += 1
@@ -783,11 +805,11 @@ def run(
                 pr = 1 if mode == MODE_PQ else 0
                 if pfc:
                     sw_used[sw] += mtu
-                _enq(q_head, q_tail, q_len, pkt, port, pr, pk)
-                q_bytes[port, pr] += mtu
-                if pending[port] == 0:
-                    pending[port] = 1
-                    eq.push(q, max(now, busy[port]), EV_PORT_TXDONE | (port << 4))
+                _enq(pt, pkt, port, PT_Q_HEAD + pr, PT_Q_TAIL + pr, PT_Q_LEN + pr, pk)
+                pt[port, PT_Q_BYTES + pr] += mtu
+                if pt[port, PT_PENDING] == 0:
+                    pt[port, PT_PENDING] = 1
+                    eq.push(q, max(now, pt[port, PT_BUSY]), EV_PORT_TXDONE | (port << 4))
             eq.push(q, now + bg_gap[b], EV_BG | (b << 4))
             continue
 
@@ -796,21 +818,21 @@ def run(
             link = x >> 2
             pr = (x >> 1) & 1
             on = x & 1
-            was = paused[link, 0] | paused[link, 1]
-            paused[link, pr] = on
-            now_p = paused[link, 0] | paused[link, 1]
+            was = pt[link, PT_PAUSED] | pt[link, PT_PAUSED + 1]
+            pt[link, PT_PAUSED + pr] = on
+            now_p = pt[link, PT_PAUSED] | pt[link, PT_PAUSED + 1]
             if now_p and not was:
-                paused_since[link] = now
+                pt[link, PT_PAUSED_SINCE] = now
             elif was and not now_p:
-                stats[S_PAUSED_PS] += now - paused_since[link]
-            if on == 0 and pending[link] == 0:
+                stats[S_PAUSED_PS] += now - pt[link, PT_PAUSED_SINCE]
+            if on == 0 and pt[link, PT_PENDING] == 0:
                 if link < n_hosts:
-                    if rq_len[link] + a_len[link, 0] > 0:
-                        pending[link] = 1
-                        eq.push(q, max(now, busy[link]), EV_NIC_TXDONE | (link << 4))
-                elif q_len[link, pr] > 0:
-                    pending[link] = 1
-                    eq.push(q, max(now, busy[link]), EV_PORT_TXDONE | (link << 4))
+                    if pt[link, PT_RQ_LEN] + pt[link, PT_A_LEN] > 0:
+                        pt[link, PT_PENDING] = 1
+                        eq.push(q, max(now, pt[link, PT_BUSY]), EV_NIC_TXDONE | (link << 4))
+                elif pt[link, PT_Q_LEN + pr] > 0:
+                    pt[link, PT_PENDING] = 1
+                    eq.push(q, max(now, pt[link, PT_BUSY]), EV_PORT_TXDONE | (link << 4))
             continue
     if q[eq.SIZE] < 0:
         stats[S_ERROR] |= ERR_HEAP

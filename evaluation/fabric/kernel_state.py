@@ -100,7 +100,25 @@ PK_CE = 4  # data: CE; ACK/NACK: the CNP flag
 PK_PRIO = 5
 PK_IN = 6  # ingress link (upstream egress port), -1 none
 PK_NEXT = 7  # FIFO link
-PK_COLUMNS = 8  # `State.fr`: m_rate, m_targetRate, alpha (float64)
+PK_COLUMNS = 8
+# A port's row of `State.pt` (the first cache line what every hop reads)
+PT_BUSY = 0  # the transmitter is busy until
+PT_PENDING = 1  # a TXDONE event is queued
+PT_Q_LEN = 2  # 3 columns: packets per class
+PT_Q_BYTES = 5  # 3: bytes per class
+PT_SER = 8  # serialisation time of an MTU packet (topo.port_ser)
+PT_ACK_SER = 9  # of an ACK
+PT_SWITCH = 10  # the switch owning the port, -1 for a NIC (topo.port_switch)
+PT_Q_HEAD = 12  # 3: first packet per class
+PT_Q_TAIL = 15  # 3: last packet per class
+PT_PAUSED = 18  # 2 per priority: PAUSEd by the downstream end
+PT_ING = 20  # 2: bytes held downstream that arrived through this port
+PT_XOFF = 22  # 2: the downstream end sent XOFF
+PT_AFTER_XOFF = 24  # 2: bytes since
+PT_PAUSED_SINCE = 26
+PT_A_HEAD, PT_A_TAIL, PT_A_LEN = 27, 28, 29  # a NIC's ACK queue
+PT_RQ_HEAD, PT_RQ_LEN = 30, 31  # a NIC's ring of ready flows (State.rq_buf)
+PT_COLUMNS = 32  # `State.fr`: m_rate, m_targetRate, alpha (float64)
 
 
 class State(NamedTuple):
@@ -111,30 +129,14 @@ class State(NamedTuple):
     pkt: np.ndarray
     free: np.ndarray  # free packets (a stack)
     in_use: np.ndarray  # scratch for the count of packets left at the end
-    # ports: FIFOs per class (0, 1 data, 2 control), bytes per class, transmitter
-    ack_ser: np.ndarray
-    q_head: np.ndarray
-    q_tail: np.ndarray
-    q_len: np.ndarray
-    q_bytes: np.ndarray
-    busy: np.ndarray
-    pending: np.ndarray
-    # PFC: per switch bytes held; per link and priority bytes held downstream, XOFF sent,
-    # bytes since, upstream paused
+    # per port, a row (PT_* columns): its transmitter, its FIFOs per class (0, 1 data, 2
+    # control) with their bytes, PFC (per priority: bytes held downstream, XOFF sent, bytes
+    # since, upstream paused), and for a NIC (a host's port) its ACK queue and ready ring
+    pt: np.ndarray
     sw_free: np.ndarray  # topo.sw_free0 in bytes
-    sw_used: np.ndarray
-    ing: np.ndarray
-    xoff: np.ndarray
-    after_xoff: np.ndarray
-    paused: np.ndarray
-    paused_since: np.ndarray
-    # NICs: the ACK queue and a ring of flows whose pacing timer has fired
-    a_head: np.ndarray
-    a_tail: np.ndarray
-    a_len: np.ndarray
+    sw_used: np.ndarray  # PFC: per switch bytes held
+    # NICs: a ring of flows whose pacing timer has fired
     rq_buf: np.ndarray
-    rq_head: np.ndarray
-    rq_len: np.ndarray
     # per flow, one row each (FL_* columns: its inputs the loop reads, then its sender's and
     # receiver's state; FR_*: the sender's rates)
     fl: np.ndarray
@@ -153,6 +155,18 @@ def flow_rows(flows: Flows, nic: Nic) -> np.ndarray:
     for col, (name, init) in enumerate(FLOW_COLUMNS.items()):
         field = "npred" if name == "wait" else name
         rows[:, col] = getattr(flows, field) if init is None else init
+    return rows
+
+
+def port_rows(topo: Topology, nic: Nic) -> np.ndarray:
+    """`State.pt`: one row per port, PT_* columns, queues empty."""
+    rows = np.zeros((topo.port_ser.shape[0], PT_COLUMNS), dtype=I64)
+    rows[:, PT_SER] = topo.port_ser
+    rows[:, PT_ACK_SER] = topo.port_ser * nic.ack_bytes // nic.mtu
+    rows[:, PT_SWITCH] = topo.port_switch
+    for col in (PT_Q_HEAD, PT_Q_TAIL):
+        rows[:, col : col + 3] = -1
+    rows[:, PT_A_HEAD] = rows[:, PT_A_TAIL] = -1
     return rows
 
 
@@ -185,35 +199,16 @@ def new_state(
     def zeros(*shape: int) -> np.ndarray:
         return np.zeros(shape, dtype=I64)
 
-    def full(value: int, *shape: int) -> np.ndarray:
-        return np.full(shape, value, dtype=I64)
-
     return State(
         flows_tab=zeros(n_units, int(flows.slot_row.max(initial=0)) + 1),
         q=new_queue(queue_cap),
         pkt=zeros(pool, PK_COLUMNS),
         free=np.arange(pool - 1, -1, -1, dtype=I64),
         in_use=np.ones(pool, dtype=np.bool_),
-        ack_ser=topo.port_ser * nic.ack_bytes // nic.mtu,
-        q_head=full(-1, n_ports, 3),
-        q_tail=full(-1, n_ports, 3),
-        q_len=zeros(n_ports, 3),
-        q_bytes=zeros(n_ports, 3),
-        busy=zeros(n_ports),
-        pending=zeros(n_ports),
+        pt=port_rows(topo, nic),
         sw_free=topo.sw_free0 * nic.mtu,
         sw_used=zeros(topo.n_switches),
-        ing=zeros(n_ports, 2),
-        xoff=zeros(n_ports, 2),
-        after_xoff=zeros(n_ports, 2),
-        paused=zeros(n_ports, 2),
-        paused_since=zeros(n_ports),
-        a_head=full(-1, n_hosts, 1),
-        a_tail=full(-1, n_hosts, 1),
-        a_len=zeros(n_hosts, 1),
         rq_buf=zeros(n_hosts, rq_cap),
-        rq_head=zeros(n_hosts),
-        rq_len=zeros(n_hosts),
         fl=flow_rows(flows, nic),
         fr=flow_rates(nf, nic),
         active=zeros(n_jobs + 1, flows.n_steps),
