@@ -211,6 +211,8 @@ def simulate(
     else:
         pool = fab.n_ports * cfg.buffer_pkts + 64 * cfg.hosts + 4096
     pool += 2 * nf
+    if pool > kn.PK_MASK or nf >= 1 << 31:  # what an ARRIVE event's payload can name
+        raise ValueError(f"too large for the kernel: {pool} packets in flight, {nf} flows")
     sw_free0 = pfc_free_buffer(cfg, fab)
     log_tab, alpha_tab, thr_tab = _tables()
     width = max((len(v) for v in (ce_psn or {}).values()), default=0)
