@@ -460,7 +460,7 @@ def run(
                             opc = WRITE_MIDDLE
                         j = fl[f, FL_JOB]
                         s = fl[f, FL_STEP]
-                        _p, thr, _outp = sk.process(
+                        _p, thr, _outp = sk.process_inlined(
                             js,
                             flows_tab,
                             prm,

@@ -174,8 +174,7 @@ def opcode_kind(opcode: int) -> int:
     return OPCODE_KIND[opcode & 0xFF]
 
 
-@njit(cache=True, _nrt=False, inline="always")
-def process(
+def _process(
     js: np.ndarray,
     flows: np.ndarray,
     prm: np.ndarray,
@@ -264,6 +263,15 @@ def process(
             threshold = thr_tab[d]
     st[JS_PACKETS] = (st[JS_PACKETS] + 1) & MASK32
     return p, threshold, outpacing
+
+
+# Compiled twice from the one body: `process` a function of its own (callers outside the event
+# loop: `run_trace`, and the 113030d kernel the speed bench compares with, as it was then),
+# `process_inlined` copied into its caller by numba (the event loop: a call passed six arrays,
+# ~50 words, per packet at a switch). The same code either way: the conformance suite runs
+# the first, the 45 recorded reference runs (tests/test_fabric_reference.py) the second.
+process = njit(cache=True, _nrt=False)(_process)
+process_inlined = njit(cache=True, _nrt=False, inline="always")(_process)
 
 
 @njit(cache=True, inline="always")
