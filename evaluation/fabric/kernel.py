@@ -155,18 +155,19 @@ def _deq(pt, pkt, a, head, qlen):
     return pk
 
 
-@njit(cache=True, _nrt=False)
-def _win_bound(win, var_win, rc, line_gbps, in_flight_bytes):
-    """RdmaQueuePair::IsWinBound with GetWin: no window (0), or in-flight bytes >= the window,
-    scaled by rate / line rate under VAR_WIN (at least 1 byte)."""
+@njit(cache=True, _nrt=False, inline="always")
+def _win_bound(fl, fr, f, var_win, line_gbps, mtu):
+    """RdmaQueuePair::IsWinBound with GetWin for flow f: no window (0), or its in-flight bytes
+    >= the window, scaled by rate / line rate under VAR_WIN (at least 1 byte)."""
+    win = fl[f, FL_WIN]
     if win == 0:
         return False
     w = win
     if var_win:
-        w = np.int64(win * rc / line_gbps)
+        w = np.int64(win * fr[f, FR_RC] / line_gbps)
         if w == 0:
             w = 1
-    return in_flight_bytes >= w
+    return (fl[f, FL_SND_NEXT] - fl[f, FL_SND_UNA]) * mtu >= w
 
 
 @njit(cache=True, _nrt=False)
@@ -347,13 +348,7 @@ def run(
                         fl[f, FL_SND_SCHED] == 0
                         and f_done[f] < 0
                         and fl[f, FL_SND_NEXT] < fl[f, FL_NPK]
-                        and not _win_bound(
-                            fl[f, FL_WIN],
-                            var_win,
-                            fr[f, FR_RC],
-                            line_gbps,
-                            (fl[f, FL_SND_NEXT] - fl[f, FL_SND_UNA]) * mtu,
-                        )
+                        and not _win_bound(fl, fr, f, var_win, line_gbps, mtu)
                     ):
                         fl[f, FL_SND_SCHED] = 1
                         if fl[f, FL_NEXT_AVAIL] > now or eq.has(q, now):
@@ -659,13 +654,7 @@ def run(
                         rq_buf[h, (pt[h, PT_RQ_HEAD] + pt[h, PT_RQ_LEN]) % rq_cap] = c
                         pt[h, PT_RQ_LEN] += 1
                         continue
-                    if _win_bound(
-                        fl[c, FL_WIN],
-                        var_win,
-                        fr[c, FR_RC],
-                        line_gbps,
-                        (fl[c, FL_SND_NEXT] - fl[c, FL_SND_UNA]) * mtu,
-                    ):
+                    if _win_bound(fl, fr, c, var_win, line_gbps, mtu):
                         # window-bound: out of the ready queue until an ACK opens the window
                         fl[c, FL_SND_SCHED] = 0
                         if rto_ps > 0 and fl[c, FL_RTO_ARMED] == 0:
