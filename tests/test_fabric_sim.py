@@ -232,3 +232,11 @@ def test_pfc_pauses_cascade_without_deadlock_or_loss(mode: str) -> None:
     assert st["pfc_headroom_used"] <= cfg.headroom_pkts
     n_flows = cfg.rings * cfg.ring_size * cfg.steps
     assert st["delivered"] == n_flows * cfg.pkts_per_chunk
+
+
+def test_a_run_too_large_for_an_arrive_payload_is_refused_by_name() -> None:
+    # an ARRIVE event's payload names the packet in kernel.PK_BITS bits: a pool beyond that is
+    # refused before anything is allocated, not run with packets aliasing each other
+    cfg = FabricConfig(hosts=16, chunk_bytes=32 << 10, switch_buffer_pkts=1 << 28)
+    with pytest.raises(ValueError, match=r"too large for the kernel: .* packets in flight"):
+        simulate(cfg, 0)

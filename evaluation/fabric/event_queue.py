@@ -18,9 +18,10 @@ The queue pops exactly what a binary heap keyed by (time, push count) pops
 (`tests/test_fabric_event_queue.py`; the kernel's 45 reference runs were recorded with that
 heap, which the kernel had before this queue, and a radix heap between the two). Everything is
 in one preallocated int64 array (the kernel allocates nothing), so that a call passes one
-array (numba passes an array as seven words: four arrays cost 28 pushes per call, measured at
-7 % of the loop) and an event's time, payload and next node share a cache line (three arrays
-cost three misses per pop): per wheel slot its head, tail and the tail's time side by side (a
+array (numba passes an array as seven words: four arrays cost 28 pushes per call, about 7 % of
+the loop's profile samples) and an event's time, payload and next node lie together (one line,
+or two where numpy's 16-byte allocation offset splits a node; three arrays cost three lines per
+pop): per wheel slot its head, tail and the tail's time side by side (a
 push decides where it goes without reading the tail's node), the slots' bits, the far
 list's head, tail and earliest time, the current slot, the time last popped, the free list and
 the size (ERROR once a push was refused: the queue full, or an event earlier than the last one
@@ -193,7 +194,7 @@ def pop(q):  # type: ignore[no-untyped-def]
     q[w + W_HEAD] = nxt
     # The next event's node is fetched ahead (a hint: it pops next unless an earlier event
     # is pushed first): the next in this slot, else the first of the next busy slot of this
-    # slot's word of bits (the next 256 ns)
+    # slot's word of bits (the next 262 ns)
     if nxt >= 0:
         prefetch(q, nxt)
     else:

@@ -1,23 +1,21 @@
 """The event loop: one numba function over preallocated arrays (`topology.py` builds them).
 
-Time is in picoseconds (int64). Events sit in a queue that pops by time, then in push order
-(ns-3's tie rule; `event_queue.py`); the payload packs the event type in 4 bits and an index
-above. Per data packet: the sender's pacing timer (QP_READY), the NIC, then at each switch an
-ARRIVE (ingress: the golden model's Symphony algorithm, `symphony_kernel.process`) and the
-egress FIFO (RED/ECN mark at dequeue on the bytes left behind; drop-tail per port, or with PFC
-a shared switch buffer whose per-ingress byte accounting sends XOFF/XON to the upstream port or
-NIC, `EV_PFC`), and at the receiver go-back-N delivery. The receiver turns every in-order
-packet into an ACK (an out-of-order one into a NACK, at most once per 500 us per expected PSN)
-carrying the CNP flag if the packet was CE-marked; ACKs and NACKs are packets of `ack_bytes` on
-the flow's reverse path (`f_rpath`), through the receiver NIC's ACK queue (served before data)
-and the switches' queues (the flow's data class as in HPCC, or a control class served first).
-The sender runs HPCC's rdma-hw.cc CC_MODE 1 (Mellanox DCQCN): cnp_received_mlx on a flagged
-ACK, UpdateAlphaMlx every t_alpha (evaluated lazily, `_alpha_ticks`), CheckRateDecreaseMlx on
-its t_dec grid (EV_DEC, scheduled only after a CNP since it does nothing otherwise),
-RateIncEventTimerMlx (EV_RPT), the window (IsWinBound) and pacing by rate (m_nextAvail).
-PORT_TXDONE / NIC_TXDONE events exist only while a queue is backed up, so an uncongested hop
-costs one event.
-"""
+Time is in picoseconds (int64). Events sit in a queue that pops by time, then in push order (ns-3's
+tie rule; `event_queue.py`); the payload packs the event type in 4 bits and an index above (an
+ARRIVE's: the packet, then its flow, `_arrive`). Per data packet: the sender's pacing timer
+(QP_READY), the NIC, then at each switch an ARRIVE (ingress: the golden model's Symphony algorithm,
+`symphony_kernel.process`) and the egress FIFO (RED/ECN mark at dequeue on the bytes left behind;
+drop-tail per port, or with PFC a shared switch buffer whose per-ingress byte accounting sends
+XOFF/XON to the upstream port or NIC, `EV_PFC`), and at the receiver go-back-N delivery. The
+receiver turns every in-order packet into an ACK (an out-of-order one into a NACK, at most once per
+500 us per expected PSN) carrying the CNP flag if the packet was CE-marked; ACKs and NACKs are
+packets of `ack_bytes` on the flow's reverse path (`f_rpath`), through the receiver NIC's ACK queue
+(served before data) and the switches' queues (the flow's data class as in HPCC, or a control class
+served first). The sender runs HPCC's rdma-hw.cc CC_MODE 1 (Mellanox DCQCN): cnp_received_mlx on a
+flagged ACK, UpdateAlphaMlx every t_alpha (evaluated lazily, `_alpha_ticks`), CheckRateDecreaseMlx
+on its t_dec grid (EV_DEC, scheduled only after a CNP since it does nothing otherwise),
+RateIncEventTimerMlx (EV_RPT), the window (IsWinBound) and pacing by rate (m_nextAvail). PORT_TXDONE
+/ NIC_TXDONE events exist only while a queue is backed up, so an uncongested hop costs one event."""
 
 from __future__ import annotations
 
