@@ -75,3 +75,28 @@ def test_has_an_event_at_now_only_while_one_is_queued() -> None:
     assert eq.has(q, 100)  # (100, 2) is queued: it pops first
     assert eq.pop(q) == (100, 2)
     assert not eq.has(q, 100)  # an event pushed for 100 now would pop next
+
+
+def test_owned_rows_queue_in_push_order_and_stay_their_owners() -> None:
+    # two owned rows (a packet's, in the kernel) among events from the queue's own nodes
+    q = eq.new_queue(4, owned=2)
+    rows = eq.rows(q)
+    assert rows.shape == (2, eq.ROW) and q.ctypes.data % eq.LINE == 0
+    rows[:, eq.ROW - 1] = (11, 22)  # an owner's word, beyond the queue's three
+    node = [q[eq.OWNED] + eq.ROW * r for r in range(2)]
+    eq.push(q, 500, 1)
+    eq.push_owned(q, node[1], 500, 2)
+    eq.push_owned(q, node[0], 400, 3)
+    eq.push(q, 500, 4)
+    free = q[eq.FREE]
+    assert [eq.pop(q) for _ in range(4)] == [(400, 3), (500, 1), (500, 2), (500, 4)]
+    assert q[eq.SIZE] == 0 and list(rows[:, eq.ROW - 1]) == [11, 22]
+    # the queue's own nodes came back to the free list, the rows did not
+    seen = set()
+    x = q[eq.FREE]
+    while x >= 0:
+        seen.add(int(x))
+        x = q[x + eq.N_NEXT]
+    assert free in seen and not seen & set(node) and len(seen) == 4
+    eq.push_owned(q, node[0], 300, 5)  # earlier than the last pop: refused
+    assert q[eq.SIZE] < 0

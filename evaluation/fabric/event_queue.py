@@ -25,7 +25,11 @@ pop): per wheel slot its head, tail and the tail's time side by side (a
 push decides where it goes without reading the tail's node), the slots' bits, the far
 list's head, tail and earliest time, the current slot, the time last popped, the free list and
 the size (ERROR once a push was refused: the queue full, or an event earlier than the last one
-popped), then the nodes, NODE words each. A node is named by its offset in the array.
+popped), then the nodes, NODE words each, then the owned rows. A node is named by its offset in
+the array. An owned row (ROW words, a packet's in the kernel) is its owner's node: the owner
+queues it (`push_owned`) instead of taking a node from the free list, so popping its event reads
+the owner's line and no other; pop gives it back to no list. The array starts on a cache line
+(a view into a slightly larger allocation), so nodes and rows each lie within one.
 """
 
 from __future__ import annotations
@@ -49,15 +53,23 @@ CUR = F_HEAD + 3  # the wheel's first slot (absolute: time >> SLOT_BITS)
 NOW = F_HEAD + 4  # the time last popped
 FREE = F_HEAD + 5  # the first free node, -1 when none
 SIZE = F_HEAD + 6  # events queued, or ERROR once a push was refused
+OWNED = F_HEAD + 7  # the first owned node (the owners' rows): pop does not free those
 META = F_HEAD + 8  # a multiple of NODE: nodes start on a 32-byte boundary of the array
 NODE = 4  # words per node: time, payload, next node (-1: none), unused
 N_TIME, N_DATA, N_NEXT = 0, 1, 2
+ROW = 8  # words per owned row: a node's three words, then the owner's
 ERROR = -(1 << 62)
+LINE = 64  # bytes: the array starts on a cache line, so do slots, nodes and rows
 
 
-def new_queue(capacity: int) -> np.ndarray:
-    """An empty queue for at most `capacity` events at once."""
-    q = np.zeros(META + NODE * capacity, dtype=np.int64)
+def new_queue(capacity: int, owned: int = 0) -> np.ndarray:
+    """An empty queue for at most `capacity` events at once from its own nodes, and `owned`
+    rows of ROW words after them (`rows`), each of which is its owner's node (`push_owned`)."""
+    capacity += capacity & 1  # so that the owned rows start on a cache line too
+    size = META + NODE * capacity + ROW * owned
+    buf = np.zeros(size + LINE // 8, dtype=np.int64)
+    start = (-buf.ctypes.data % LINE) // 8  # numpy's allocations start 16 bytes into a line
+    q = buf[start : start + size]
     q[:W_BITS:SLOT] = -1
     q[W_TAIL:W_BITS:SLOT] = -1
     q[F_HEAD] = q[F_TAIL] = -1
@@ -66,7 +78,15 @@ def new_queue(capacity: int) -> np.ndarray:
     q[nodes + N_NEXT] = nodes + NODE  # the free list, in order
     q[nodes[-1] + N_NEXT] = -1
     q[FREE] = META
+    q[OWNED] = META + NODE * capacity
     return q
+
+
+def rows(q: np.ndarray) -> np.ndarray:
+    """The owned rows (`new_queue`'s `owned`), a view: row r is the node at
+    q[OWNED] + ROW * r, its words N_TIME, N_DATA and N_NEXT the queue's while it is queued, the
+    rest the owner's."""
+    return q[q[OWNED] :].reshape(-1, ROW)
 
 
 @njit(cache=True, _nrt=False)
@@ -106,6 +126,21 @@ def push(q, t, d):  # type: ignore[no-untyped-def]
         q[SIZE] = ERROR
         return
     q[FREE] = q[node + N_NEXT]
+    _place(q, node, t, d)
+
+
+@njit(cache=True, _nrt=False)
+def push_owned(q, node, t, d):  # type: ignore[no-untyped-def]
+    """Queue event d at time t in an owned row's node (q[OWNED] + ROW * row; it must not be
+    queued already): no node is taken from the free list, and pop gives none back to it."""
+    if t < q[NOW]:
+        q[SIZE] = ERROR
+        return
+    _place(q, node, t, d)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _place(q, node, t, d):  # type: ignore[no-untyped-def]
     q[node + N_TIME] = t
     q[node + N_DATA] = d
     q[SIZE] += 1
@@ -205,8 +240,9 @@ def pop(q):  # type: ignore[no-untyped-def]
         if later != 0:
             prefetch(q, q[W_HEAD + SLOT * ((i & ~63) + lowest_bit(later))])
     t = q[h + N_TIME]
-    q[h + N_NEXT] = q[FREE]
-    q[FREE] = h
+    if h < q[OWNED]:  # an owned row stays its owner's
+        q[h + N_NEXT] = q[FREE]
+        q[FREE] = h
     q[SIZE] -= 1
     q[NOW] = t
     return t, q[h + N_DATA]

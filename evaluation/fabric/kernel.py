@@ -63,13 +63,13 @@ from evaluation.fabric.kernel_state import (
     FR_RC,
     FR_RT,
     PK_CE,
-    PK_FLOW,
+    PK_COLUMNS,
+    PK_DATA,
     PK_HOP,
     PK_IDX,
     PK_IN,
     PK_KIND,
     PK_NEXT,
-    PK_PRIO,
     PT_A_HEAD,
     PT_A_LEN,
     PT_A_TAIL,
@@ -130,6 +130,18 @@ RESULTS_VERSION = 2
 def _arrive(pk, f):  # type: ignore[no-untyped-def]
     """An ARRIVE event's payload: the packet (PK_BITS bits) and its flow above."""
     return EV_ARRIVE | (pk << 4) | (f << (4 + PK_BITS))
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _flow(pkt, pk):  # type: ignore[no-untyped-def]
+    """Packet pk's flow (-1: background), off the payload of its last ARRIVE (or its first)."""
+    return pkt[pk, PK_DATA] >> (4 + PK_BITS)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _send(q, pkt0, pk, f, t):  # type: ignore[no-untyped-def]
+    """Packet pk of flow f onto a wire: its ARRIVE at t, queued in the packet's own row."""
+    eq.push_owned(q, pkt0 + PK_COLUMNS * pk, t, _arrive(pk, f))
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -238,7 +250,8 @@ def run(
     ov_series, rx_series, job_maxov = out.ov_series, out.rx_series, out.job_maxov
     stats, js, cc_trace = out.stats, out.js, out.cc_trace
     flows_tab, q = st.flows_tab, st.q
-    pkt = st.pkt  # per packet: its row of fields (kernel_state.PK_*)
+    pkt = st.pkt  # per packet: its row of fields (kernel_state.PK_*), q's owned rows
+    pkt0 = q[eq.OWNED]  # packet 0's node in q
     free, in_use, sw_used, rq_buf = st.free, st.in_use, st.sw_used, st.rq_buf
     pt = st.pt  # per port (NICs first: a host's NIC is its port): its row (kernel_state.PT_*)
     fl, fr = st.fl, st.fr  # per flow: its row of fields (kernel_state.FL_*, FR_*)
@@ -485,7 +498,6 @@ def run(
                                         stats[S_MARKS_NOT_OUTPACING] += 1
             if ev == EV_ARRIVE:  # not a host: the packet is at a switch
                 sw = pt[portu, PT_SWITCH]
-                pkt[pku, PK_PRIO] = prio
                 # enqueue (drop-tail on the port's bytes, or on the switch's shared buffer; the
                 # control class is outside both)
                 if prio < 2 and (
@@ -570,7 +582,7 @@ def run(
                         ):
                             pt[link, PT_XOFF + pr] = 0
                             eq.push(q, now + prop_ps, EV_PFC | ((link * 4 + pr * 2) << 4))
-            f = pkt[pku, PK_FLOW]
+            f = _flow(pkt, pku)
             if f < 0:
                 stats[S_BG_DONE] += 1
                 free[nfree] = pk
@@ -587,7 +599,7 @@ def run(
                     stats[S_QUEUE_MARKS] += 1
                     pkt[pku, PK_CE] = 1
             pkt[pku, PK_HOP] += 1
-            eq.push(q, pt[portu, PT_BUSY] + prop_ps, _arrive(pk, f))
+            _send(q, pkt0, pk, f, pt[portu, PT_BUSY] + prop_ps)
             continue
 
         if ev == EV_START:
@@ -630,11 +642,11 @@ def run(
             pt[h, PT_PENDING] = 0
             if pt[h, PT_A_LEN] > 0:
                 pk = pt[h, PT_A_HEAD]
-                f = pkt[pk, PK_FLOW]
+                f = _flow(pkt, pk)
                 if ack_hi_nic or pt[h, PT_PAUSED + fl[f, FL_CLS]] == 0:
                     _deq(pt, pkt, h, PT_A_HEAD, PT_A_LEN)
                     pt[h, PT_BUSY] = now + pt[h, PT_ACK_SER]
-                    eq.push(q, pt[h, PT_BUSY] + prop_ps, _arrive(pk, f))
+                    _send(q, pkt0, pk, f, pt[h, PT_BUSY] + prop_ps)
                     if pt[h, PT_A_LEN] + pt[h, PT_RQ_LEN] > 0:
                         pt[h, PT_PENDING] = 1
                         eq.push(q, pt[h, PT_BUSY], EV_NIC_TXDONE | (h << 4))
@@ -670,7 +682,6 @@ def run(
                 break
             nfree -= 1
             pk = free[nfree]
-            pkt[pk, PK_FLOW] = f
             pkt[pk, PK_KIND] = KIND_DATA
             pkt[pk, PK_IDX] = fl[f, FL_SND_NEXT]
             pkt[pk, PK_HOP] = 1
@@ -684,7 +695,7 @@ def run(
                 fl[f, FL_FLY_MAX] = fl[f, FL_SND_NEXT] - fl[f, FL_SND_UNA]
             stats[S_SENT] += 1
             pt[h, PT_BUSY] = now + pt[h, PT_SER]
-            eq.push(q, pt[h, PT_BUSY] + prop_ps, _arrive(pk, f))
+            _send(q, pkt0, pk, f, pt[h, PT_BUSY] + prop_ps)
             if pt[h, PT_RQ_LEN] + pt[h, PT_A_LEN] > 0:
                 pt[h, PT_PENDING] = 1
                 eq.push(q, pt[h, PT_BUSY], EV_NIC_TXDONE | (h << 4))
@@ -797,7 +808,7 @@ def run(
             else:
                 nfree -= 1
                 pk = free[nfree]
-                pkt[pk, PK_FLOW] = -1
+                pkt[pk, PK_DATA] = _arrive(pk, -1)  # background: no flow
                 pkt[pk, PK_KIND] = KIND_DATA
                 pkt[pk, PK_IN] = -1  # not flow-controlled (it has no upstream here)
                 pr = 1 if mode == MODE_PQ else 0
@@ -849,7 +860,7 @@ def run(
         in_use[free[i]] = False
     for i in range(pool_size):
         if in_use[i]:
-            if pkt[i, PK_FLOW] < 0:
+            if _flow(pkt, i) < 0:
                 stats[S_BG_LEFT] += 1
             elif pkt[i, PK_KIND] != KIND_DATA:
                 stats[S_CTRL_LEFT] += 1

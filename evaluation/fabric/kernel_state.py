@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from evaluation.fabric.event_queue import new_queue
+from evaluation.fabric.event_queue import N_DATA, N_NEXT, N_TIME, ROW, new_queue, rows
 from evaluation.fabric.kernel_io import Background, Flows, Limits, Nic, Topology
 
 I64 = np.int64
@@ -94,13 +94,16 @@ FLOW_COLUMNS: dict[str, int | None] = {
 # each column's constant is its name's (the kernel's numba code reads them as constants)
 assert all(globals()[f"FL_{name.upper()}"] == i for i, name in enumerate(FLOW_COLUMNS))
 FR_RC, FR_RT, FR_ALPHA = range(3)  # `State.fr`: m_rate, m_targetRate, alpha (float64)
-# A packet's row of `State.pkt` (64 bytes), for the same reasons
-PK_FLOW, PK_KIND, PK_IDX, PK_HOP = range(4)  # PK_IDX: data: PSN index; ACK/NACK: next expected
-PK_CE = 4  # data: CE; ACK/NACK: the CNP flag
-PK_PRIO = 5
-PK_IN = 6  # ingress link (upstream egress port), -1 none
-PK_NEXT = 7  # FIFO link
-PK_COLUMNS = 8
+# A packet's row of `State.pkt` (64 bytes), for the same reasons. The rows are the event queue's
+# owned rows (`event_queue.rows`): a packet on a wire is queued as its own ARRIVE event, in its
+# row's first three words (time, the event's payload, the queue's link), so popping that event
+# reads the packet's line and no other node. A packet is on a wire or in a FIFO, never both, so
+# the FIFO's link is the queue's word, and its flow is read off the payload (`kernel._flow`).
+PK_TIME, PK_DATA, PK_NEXT = N_TIME, N_DATA, N_NEXT  # PK_NEXT: the FIFO's link off the wire
+PK_KIND, PK_IDX, PK_HOP = 3, 4, 5  # PK_IDX: data: PSN index; ACK/NACK: next expected
+PK_CE = 6  # data: CE; ACK/NACK: the CNP flag
+PK_IN = 7  # ingress link (upstream egress port), -1 none
+PK_COLUMNS = ROW
 # A port's row of `State.pt` (the first eight columns: what every hop reads)
 PT_BUSY = 0  # the transmitter is busy until
 PT_PENDING = 1  # a TXDONE event is queued
@@ -124,8 +127,8 @@ PT_COLUMNS = 32
 class State(NamedTuple):
     flows_tab: np.ndarray  # [unit, Flows.slot_row] Symphony's flow_base register
     q: np.ndarray  # the event queue (event_queue.new_queue)
-    # the packet pool, a row per packet (PK_* columns): data (kind 0, flow -1 for background),
-    # ACK (1), NACK (2)
+    # the packet pool, a row per packet (PK_* columns; the queue's owned rows, a view of q):
+    # data (kind 0, flow -1 for background), ACK (1), NACK (2)
     pkt: np.ndarray
     free: np.ndarray  # free packets (a stack)
     in_use: np.ndarray  # scratch for the count of packets left at the end
@@ -192,7 +195,10 @@ def new_state(
     n_hosts = topo.n_hosts
     n_jobs = flows.n_jobs
     pool = lim.pool_size
-    queue_cap = pool + 8 * nf + 12 * n_ports + bg.port.shape[0] + 1024
+    # per flow at most its QP_READY, DEC, RPT, RTO and START; per port a TXDONE and PFC frames
+    # (packets are queued in their own rows)
+    queue_cap = 8 * nf + 12 * n_ports + bg.port.shape[0] + 1024
+    q = new_queue(queue_cap, pool)
     per_host = np.bincount(flows.src, minlength=n_hosts)
     rq_cap = int(per_host.max(initial=0)) + 2  # a host's flows can all be ready at once
 
@@ -201,8 +207,8 @@ def new_state(
 
     return State(
         flows_tab=zeros(n_units, int(flows.slot_row.max(initial=0)) + 1),
-        q=new_queue(queue_cap),
-        pkt=zeros(pool, PK_COLUMNS),
+        q=q,
+        pkt=rows(q),
         free=np.arange(pool - 1, -1, -1, dtype=I64),
         in_use=np.ones(pool, dtype=np.bool_),
         pt=port_rows(topo, nic),
