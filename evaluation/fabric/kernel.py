@@ -9,13 +9,14 @@ drop-tail per port, or with PFC a shared switch buffer whose per-ingress byte ac
 XOFF/XON to the upstream port or NIC, `EV_PFC`), and at the receiver go-back-N delivery. The
 receiver turns every in-order packet into an ACK (an out-of-order one into a NACK, at most once per
 500 us per expected PSN) carrying the CNP flag if the packet was CE-marked; ACKs and NACKs are
-packets of `ack_bytes` on the flow's reverse path (`f_rpath`), through the receiver NIC's ACK queue
-(served before data) and the switches' queues (the flow's data class as in HPCC, or a control class
-served first). The sender runs HPCC's rdma-hw.cc CC_MODE 1 (Mellanox DCQCN): cnp_received_mlx on a
-flagged ACK, UpdateAlphaMlx every t_alpha (evaluated lazily, `_alpha_ticks`), CheckRateDecreaseMlx
-on its t_dec grid (EV_DEC, scheduled only after a CNP since it does nothing otherwise),
-RateIncEventTimerMlx (EV_RPT), the window (IsWinBound) and pacing by rate (m_nextAvail). PORT_TXDONE
-/ NIC_TXDONE events exist only while a queue is backed up, so an uncongested hop costs one event."""
+packets of `ack_bytes` on the flow's reverse path (`Flows.rpath`), through the receiver NIC's ACK
+queue (served before data) and the switches' queues (the flow's data class as in HPCC, or a control
+class served first). The sender runs HPCC's rdma-hw.cc CC_MODE 1 (Mellanox DCQCN): cnp_received_mlx
+on a flagged ACK, UpdateAlphaMlx every t_alpha (evaluated lazily, `_alpha_ticks`),
+CheckRateDecreaseMlx on its t_dec grid (EV_DEC, scheduled only after a CNP since it does nothing
+otherwise), RateIncEventTimerMlx (EV_RPT), the window (IsWinBound) and pacing by rate
+(m_nextAvail). PORT_TXDONE / NIC_TXDONE events exist only while a queue is backed up, so an
+uncongested hop costs one event."""
 
 from __future__ import annotations
 
@@ -40,10 +41,12 @@ from evaluation.fabric.kernel_state import (
     FL_NEXT_AVAIL,
     FL_NEXT_INC,
     FL_NPK,
+    FL_PATH,
     FL_PLEN,
     FL_PSN0,
     FL_QP_DONE,
     FL_RCV_EXP,
+    FL_RPATH,
     FL_RPLEN,
     FL_RPT_EVT,
     FL_RTO_ARMED,
@@ -233,7 +236,7 @@ def run(
     buffer_pkts, qthr, pfc = topo.buffer_pkts, topo.qthr, topo.pfc
     sw_buf, pfc_shift = topo.sw_buf, topo.pfc_shift
     resume_pkts, n_hosts = topo.resume_pkts, topo.n_hosts
-    f_path, f_rpath, f_ce_psn = flows.path, flows.rpath, flows.ce_psn
+    f_ce_psn = flows.ce_psn
     succ_ptr, succ_idx, n_jobs = flows.succ_ptr, flows.succ_idx, flows.n_jobs
     prm, late_start_ps, sym_unit = sym.prm, sym.late_start_ps, sym.unit
     log_tab, alpha_tab, thr_tab = sym.log_tab, sym.alpha_tab, sym.thr_tab
@@ -372,9 +375,9 @@ def run(
                     else:
                         continue
                 else:
-                    port = f_rpath[f, hop]
+                    port = fl[f, FL_RPATH + hop]
                     portu = np.uint64(port)
-                    link = f_rpath[f, hop - 1]
+                    link = fl[f, FL_RPATH + hop - 1]
                     prio = 2 if ack_ctrl else fl[f, FL_CLS]
                     size = ack_bytes
             else:
@@ -432,7 +435,7 @@ def run(
                     pkt[pku, PK_IDX] = fl[f, FL_RCV_EXP]
                     pkt[pku, PK_CE] = cnp
                     pkt[pku, PK_HOP] = 1
-                    h = f_rpath[f, 0]
+                    h = fl[f, FL_RPATH]
                     _enq(pt, pkt, h, PT_A_HEAD, PT_A_TAIL, PT_A_LEN, pk)
                     if pt[h, PT_PENDING] != 0:
                         continue
@@ -446,9 +449,9 @@ def run(
                     x = h
                 else:
                     # a switch: ingress Symphony, then the egress queue
-                    port = f_path[f, hop]
+                    port = fl[f, FL_PATH + hop]
                     portu = np.uint64(port)
-                    link = f_path[f, hop - 1]
+                    link = fl[f, FL_PATH + hop - 1]
                     prio = fl[f, FL_CLS]
                     size = mtu
                     stats[S_HOPS] += 1

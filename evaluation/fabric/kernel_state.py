@@ -11,88 +11,105 @@ import numpy as np
 
 from evaluation.fabric.event_queue import N_DATA, N_NEXT, N_TIME, ROW, new_queue, rows
 from evaluation.fabric.kernel_io import Background, Flows, Limits, Nic, Topology
+from evaluation.fabric.topology import MAX_HOPS
 
 I64 = np.int64
 
-# A flow's row of `State.fl`: the Flows fields the event loop reads, then the sender's (HPCC's
-# RdmaQueuePair: go-back-N, pacing, DCQCN mlx) and the receiver's (RdmaRxQueuePair) state, the
-# fields every packet reads first. One table rather than an array per field: the loop keeps one
-# base pointer and a row offset per flow, where an array per field cost a reload of its pointer
-# and length and a negative-index fixup at every access (measured: 4-7 % of the loop for the
-# baseline, 2-4 % with Symphony), and a flow's fields share cache lines.
+# A flow's row of `State.fl`: the Flows fields the event loop reads (its paths among them), then
+# the sender's (HPCC's RdmaQueuePair: go-back-N, pacing, DCQCN mlx) and the receiver's
+# (RdmaRxQueuePair) state. One table rather than an array per field: the loop keeps one base
+# pointer and a row offset per flow, where an array per field cost a reload of its pointer and
+# length and a negative-index fixup at every access (measured: 4-7 % of the loop for the
+# baseline, 2-4 % with Symphony). The columns are grouped by what reads them, a group per cache
+# line (rows of 8 lines' worth of words, the table starting on a line): a data packet at a switch
+# reads line 0 and its path's line, an ACK at a switch its reverse path's line, the sender's ACK
+# handling and the NIC line 3, the receiver line 4, DCQCN's timers line 5.
 FLOW_COLUMNS: dict[str, int | None] = {
-    # column: initial value, or None for the Flows field of that name
+    # column: initial value, or None for the Flows field of that name (MAX_HOPS columns for
+    # "path" and "rpath")
+    # line 0: a data packet at a switch (Symphony's inputs)
     "plen": None,
-    "rplen": None,
     "npk": None,
     "job": None,
     "step": None,
-    "snd_next": 0,
-    "snd_una": 0,
-    "rcv_exp": 0,
-    "qp_done": 0,  # all ACKed: QpComplete cancelled the timers
-    "snd_sched": 0,  # a QP_READY is pending or the flow is ready
-    "next_avail": 0,  # m_nextAvail
     "cls": 0,  # PQ: the flow's class, fixed at its start
-    "src": None,
-    "win": None,
     "slot_row": None,
     "sig": None,
     "psn0": None,
-    "start": None,
+    # line 1: the data path's egress ports, NIC first; line 2: the ACKs' and its length
+    "path": None,
+    "src": None,
+    "win": None,
+    "rpath": None,
+    "rplen": None,
     "wait": None,  # predecessors not yet delivered (Flows.npred)
+    # line 3: the sender (an ACK's arrival, the NIC)
+    "snd_next": 0,
+    "snd_una": 0,
+    "qp_done": 0,  # all ACKed: QpComplete cancelled the timers
+    "snd_sched": 0,  # a QP_READY is pending or the flow is ready
+    "next_avail": 0,  # m_nextAvail
+    "fly_max": 0,  # for cc_trace
     "rto_mark": -1,
     "rto_armed": 0,
+    # line 4: the receiver, and the flow's start
+    "rcv_exp": 0,
+    "nack_last": -1,
+    "nack_timer": 0,
+    "last_cnp": -(1 << 60),
+    "start": None,
+    "stage": 0,  # m_rpTimeStage
+    "next_inc": -1,  # RP timer; -1: not running
+    "rpt_evt": -1,  # time of its pending event (at most one)
+    # line 5: DCQCN's other timers
     "alpha_next": -1,  # next UpdateAlphaMlx; -1: before the 1st CNP
     "alpha_flag": 0,  # m_alpha_cnp_arrived
     "dec_flag": 0,  # m_decrease_cnp_arrived
     "dec_next": -1,  # the CheckRateDecreaseMlx grid
     "dec_pending": 0,
-    "stage": 0,  # m_rpTimeStage
-    "next_inc": -1,  # RP timer; -1: not running
-    "rpt_evt": -1,  # time of its pending event (at most one)
-    "fly_max": 0,  # for cc_trace
-    "nack_last": -1,
-    "nack_timer": 0,
-    "last_cnp": -(1 << 60),
 }
+WIDTH = {"path": MAX_HOPS, "rpath": MAX_HOPS}
+FL_PLEN, FL_NPK, FL_JOB, FL_STEP, FL_CLS, FL_SLOT_ROW, FL_SIG, FL_PSN0 = range(8)
+FL_PATH = 8  # MAX_HOPS columns
+FL_SRC, FL_WIN = 14, 15
+FL_RPATH = 16  # MAX_HOPS columns
+FL_RPLEN, FL_WAIT = 22, 23
 (
-    FL_PLEN,
-    FL_RPLEN,
-    FL_NPK,
-    FL_JOB,
-    FL_STEP,
     FL_SND_NEXT,
     FL_SND_UNA,
-    FL_RCV_EXP,
     FL_QP_DONE,
     FL_SND_SCHED,
     FL_NEXT_AVAIL,
-    FL_CLS,
-    FL_SRC,
-    FL_WIN,
-    FL_SLOT_ROW,
-    FL_SIG,
-    FL_PSN0,
-    FL_START,
-    FL_WAIT,
+    FL_FLY_MAX,
     FL_RTO_MARK,
     FL_RTO_ARMED,
-    FL_ALPHA_NEXT,
-    FL_ALPHA_FLAG,
-    FL_DEC_FLAG,
-    FL_DEC_NEXT,
-    FL_DEC_PENDING,
-    FL_STAGE,
-    FL_NEXT_INC,
-    FL_RPT_EVT,
-    FL_FLY_MAX,
+) = range(24, 32)
+(
+    FL_RCV_EXP,
     FL_NACK_LAST,
     FL_NACK_TIMER,
     FL_LAST_CNP,
-) = range(len(FLOW_COLUMNS))
-# each column's constant is its name's (the kernel's numba code reads them as constants)
-assert all(globals()[f"FL_{name.upper()}"] == i for i, name in enumerate(FLOW_COLUMNS))
+    FL_START,
+    FL_STAGE,
+    FL_NEXT_INC,
+    FL_RPT_EVT,
+) = range(32, 40)
+FL_ALPHA_NEXT, FL_ALPHA_FLAG, FL_DEC_FLAG, FL_DEC_NEXT, FL_DEC_PENDING = range(40, 45)
+FL_COLUMNS = 48  # whole cache lines
+
+
+def _column_offsets() -> dict[str, int]:
+    offsets, col = {}, 0
+    for name in FLOW_COLUMNS:
+        offsets[name] = col
+        col += WIDTH.get(name, 1)
+    assert (col + 7) // 8 * 8 == FL_COLUMNS
+    return offsets
+
+
+# each column's constant is its offset in FLOW_COLUMNS' order (the kernel's numba code reads the
+# constants): a column added, moved or widened fails here
+assert all(globals()[f"FL_{name.upper()}"] == i for name, i in _column_offsets().items())
 FR_RC, FR_RT, FR_ALPHA = range(3)  # `State.fr`: m_rate, m_targetRate, alpha (float64)
 # A packet's row of `State.pkt` (64 bytes), for the same reasons. The rows are the event queue's
 # owned rows (`event_queue.rows`): a packet on a wire is queued as its own ARRIVE event, in its
@@ -151,13 +168,22 @@ class State(NamedTuple):
     rx_acc: np.ndarray
 
 
+def aligned_zeros(*shape: int) -> np.ndarray:
+    """Zeros (int64) starting on a cache line (numpy's allocations start 16 bytes into one)."""
+    size = int(np.prod(shape))
+    buf = np.zeros(size + 8, dtype=I64)
+    start = (-buf.ctypes.data % 64) // 8
+    return buf[start : start + size].reshape(shape)
+
+
 def flow_rows(flows: Flows) -> np.ndarray:
-    """`State.fl`: one row per flow, FLOW_COLUMNS' columns."""
+    """`State.fl`: one row per flow, FLOW_COLUMNS' columns (FL_COLUMNS words), on cache lines."""
     nf = flows.src.shape[0]
-    rows = np.empty((nf, len(FLOW_COLUMNS)), dtype=I64)
-    for col, (name, init) in enumerate(FLOW_COLUMNS.items()):
+    rows = aligned_zeros(nf, FL_COLUMNS)
+    for (name, init), col in zip(FLOW_COLUMNS.items(), _column_offsets().values(), strict=True):
+        cols = rows[:, col : col + WIDTH.get(name, 1)]
         field = "npred" if name == "wait" else name
-        rows[:, col] = getattr(flows, field) if init is None else init
+        cols[:] = init if init is not None else np.reshape(getattr(flows, field), (nf, -1))
     return rows
 
 
