@@ -4,6 +4,7 @@ then uid), whatever mix of pushes and pops came before; it refuses what it canno
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from evaluation.fabric import event_queue as eq
 
@@ -27,7 +28,14 @@ def test_equal_times_keep_push_order_across_bucket_moves() -> None:
     assert [eq.pop(q) for _ in range(3)] == [(1 << 30, 9), (1 << 30, 5), (1 << 30, 4)]
 
 
-def test_random_pushes_and_pops_follow_time_then_push_order() -> None:
+@pytest.mark.parametrize(
+    "far",
+    [
+        1 << 33,  # 8.6 ms: into the buckets beyond the wheel
+        1 << 38,  # 275 ms: beyond the buckets, into the far list
+    ],
+)
+def test_random_pushes_and_pops_follow_time_then_push_order(far: int) -> None:
     rng = np.random.default_rng(1)
     q = eq.new_queue(4096)
     now = 0
@@ -38,7 +46,7 @@ def test_random_pushes_and_pops_follow_time_then_push_order() -> None:
     for _ in range(20_000):
         if not pending or rng.random() < 0.55:
             # few distinct times ahead of now, some far: most pushes tie with another
-            t = now + int(rng.integers(0, 6)) * 1000 + int(rng.integers(0, 2)) * (1 << 33)
+            t = now + int(rng.integers(0, 6)) * 1000 + int(rng.integers(0, 2)) * far
             d = int(rng.integers(0, 1 << 40))
             eq.push(q, t, d)
             pending.append((t, pushes, d))

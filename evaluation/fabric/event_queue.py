@@ -1,35 +1,45 @@
-"""The fabric kernel's event queue: a timing wheel for the near future, a list beyond it.
+"""The fabric kernel's event queue: a timing wheel for the near future, buckets beyond it.
 
 Events pop by time, then in push order among equal times (ns-3's rule: Scheduler::EventKey
 orders by time, then by the event's uid, its insertion count). The queue is monotone: no event
 is pushed earlier than the last one popped, which a simulator's clock guarantees.
 
 - **The wheel**: slot s holds the events of [s * 2^SLOT_BITS, (s + 1) * 2^SLOT_BITS) ps, for
-  the WHEEL slots from the current one on (134 us), each a list sorted by time, equal times in
-  push order (a push appends after the last event not later than it: almost always the tail).
-  A bit per slot says which are non-empty, so a pop finds the next one with a count of trailing
-  zeros. A slot (16.4 ns) is a fiftieth of a 10 Gb/s frame's serialization: one or two events.
-- **The far list**, beyond the wheel (the few timers further ahead: samples, RTOs): unsorted,
-  in push order, with its earliest time kept. When the wheel's first slot moves on past that
-  time's slot - WHEEL, the far events of the slots that entered the wheel move into them, in
-  push order, before any push can reach those slots, so (time, push) order holds.
+  the slots from the current one up to LIMIT (at most WHEEL, 33.5 us), each a list sorted by
+  time, equal times in push order (a push appends after the last event not later than it:
+  almost always the tail). A bit per slot says which are non-empty, so a pop finds the next one
+  with a count of trailing zeros. A slot (4.1 ns) is a two-hundredth of a 10 Gb/s frame's
+  serialization: one or two events.
+- **The buckets**, beyond LIMIT: bucket b holds the events of slots [b * HALF, (b + 1) * HALF)
+  (16.8 us each, BUCKETS of them: 68.7 ms) unsorted, in push order. When the current slot comes
+  within HALF of LIMIT, the next bucket's events move into their slots, in push order, and
+  LIMIT moves on by HALF: no push could reach those slots before, so (time, push) order holds.
+- **The far list**, beyond the buckets (none in the fabric's runs): unsorted, in push order,
+  its earliest time kept; its events move into the bucket that comes within reach, the same way.
+
+Why two levels: the wheel's slots are touched in time order, so a larger wheel streams more
+memory through the cache every time it turns (measured on the 128-node run: a 4 MiB wheel
+1.6x slower, the 1 MiB wheel of 134 us with a list beyond it ~6-10 % slower than this 256 KB
+one, whose list was scanned whole whenever its earliest event came within reach: at 33.5 us
+that was one node visit per two events). A wheel of 16.8 us was slower again (20 %, measured).
 
 The queue pops exactly what a binary heap keyed by (time, push count) pops
 (`tests/test_fabric_event_queue.py`; the kernel's 45 reference runs were recorded with that
 heap, which the kernel had before this queue, and a radix heap between the two). Everything is
-in one preallocated int64 array (the kernel allocates nothing), so that a call passes one
-array (numba passes an array as seven words: four arrays cost 28 pushes per call, about 7 % of
-the loop's profile samples) and an event's time, payload and next node lie together (one line,
-or two where numpy's 16-byte allocation offset splits a node; three arrays cost three lines per
-pop): per wheel slot its head, tail and the tail's time side by side (a
-push decides where it goes without reading the tail's node), the slots' bits, the far
-list's head, tail and earliest time, the current slot, the time last popped, the free list and
-the size (ERROR once a push was refused: the queue full, or an event earlier than the last one
-popped), then the nodes, NODE words each, then the owned rows. A node is named by its offset in
-the array. An owned row (ROW words, a packet's in the kernel) is its owner's node: the owner
-queues it (`push_owned`) instead of taking a node from the free list, so popping its event reads
-the owner's line and no other; pop gives it back to no list. The array starts on a cache line
-(a view into a slightly larger allocation), so nodes and rows each lie within one.
+in one preallocated int64 array (the kernel allocates nothing), so that a call passes one array
+(numba passes an array as seven words: four arrays cost 28 pushes per call, about 7 % of the
+loop's profile samples) and an event's time, payload and next node lie together (one line: the
+array starts on one; three arrays cost three lines per pop): per wheel slot its head, tail and
+the tail's time side by side (a push decides where it goes without reading the tail's node), the
+slots' bits, per bucket its head and tail, the far list's head, tail and earliest time, the
+current slot, the time last popped, the free list, the size (ERROR once a push was refused: the
+queue full, or an event earlier than the last one popped), the first owned row and LIMIT, then
+the nodes, NODE words each, then the owned rows. A node is named by its offset in the array. An
+owned row (ROW words, a packet's in the kernel) is its owner's node: the owner queues it
+(`push_owned`) instead of taking a node from the free list, so popping its event reads the
+owner's line and no other; pop gives it back to no list. The array starts on a cache line (a
+view into a slightly larger allocation, as numpy's start 16 bytes into one), so no node or row
+straddles two.
 """
 
 from __future__ import annotations
@@ -40,13 +50,18 @@ from numba import njit
 from evaluation.fabric.bits import lowest_bit, prefetch
 
 SLOT_BITS = 12  # a wheel slot: 4.1 ns
-WHEEL_BITS = 15
-WHEEL = 1 << WHEEL_BITS  # slots: 134 us ahead
+WHEEL_BITS = 13
+WHEEL = 1 << WHEEL_BITS  # slots: 33.5 us
+HALF_BITS = WHEEL_BITS - 1
+HALF = 1 << HALF_BITS  # a bucket: half the wheel's slots (16.8 us)
+BUCKET_BITS = 12
+BUCKETS = 1 << BUCKET_BITS  # buckets: 68.7 ms beyond the wheel
 INF = np.int64(1 << 62)
 SLOT = 4  # words per wheel slot: its first node (-1 when empty), last node, last node's time
 W_HEAD, W_TAIL, W_TAIL_T = 0, 1, 2  # q[SLOT * i + W_*]: slot i's
 W_BITS = SLOT * WHEEL  # WHEEL // 64 words: bit i set iff slot i is non-empty
-F_HEAD = W_BITS + WHEEL // 64  # the far list (events beyond the wheel, in push order)
+B_HEAD = W_BITS + WHEEL // 64  # q[B_HEAD + 2 * b], q[B_HEAD + 2 * b + 1]: bucket b's first, last
+F_HEAD = B_HEAD + 2 * BUCKETS  # the far list (events beyond the buckets, in push order)
 F_TAIL = F_HEAD + 1
 F_MIN = F_HEAD + 2  # its earliest time, INF when empty
 CUR = F_HEAD + 3  # the wheel's first slot (absolute: time >> SLOT_BITS)
@@ -54,7 +69,8 @@ NOW = F_HEAD + 4  # the time last popped
 FREE = F_HEAD + 5  # the first free node, -1 when none
 SIZE = F_HEAD + 6  # events queued, or ERROR once a push was refused
 OWNED = F_HEAD + 7  # the first owned node (the owners' rows): pop does not free those
-META = F_HEAD + 8  # a multiple of NODE: nodes start on a 32-byte boundary of the array
+LIMIT = F_HEAD + 8  # the first slot (absolute) not in the wheel: a multiple of HALF
+META = F_HEAD + 16  # a multiple of ROW: nodes start on a cache line of the array
 NODE = 4  # words per node: time, payload, next node (-1: none), unused
 N_TIME, N_DATA, N_NEXT = 0, 1, 2
 ROW = 8  # words per owned row: a node's three words, then the owner's
@@ -72,8 +88,10 @@ def new_queue(capacity: int, owned: int = 0) -> np.ndarray:
     q = buf[start : start + size]
     q[:W_BITS:SLOT] = -1
     q[W_TAIL:W_BITS:SLOT] = -1
+    q[B_HEAD:F_HEAD] = -1
     q[F_HEAD] = q[F_TAIL] = -1
     q[F_MIN] = INF
+    q[LIMIT] = WHEEL
     nodes = META + NODE * np.arange(capacity, dtype=np.int64)
     q[nodes + N_NEXT] = nodes + NODE  # the free list, in order
     q[nodes[-1] + N_NEXT] = -1
@@ -118,6 +136,29 @@ def _wheel_add(q, node, t):  # type: ignore[no-untyped-def]
             q[prev + N_NEXT] = node
 
 
+@njit(cache=True, _nrt=False, inline="always")
+def _append(q, head, node):  # type: ignore[no-untyped-def]
+    """Node to the back of the list whose first and last node are q[head], q[head + 1]."""
+    q[node + N_NEXT] = -1
+    if q[head] < 0:
+        q[head] = node
+    else:
+        q[q[head + 1] + N_NEXT] = node
+    q[head + 1] = node
+
+
+@njit(cache=True, _nrt=False)
+def _far_add(q, node, t):  # type: ignore[no-untyped-def]
+    """Beyond the wheel: to the back of its bucket, or beyond the buckets of the far list."""
+    b = t >> (SLOT_BITS + HALF_BITS)
+    if b - (q[LIMIT] >> HALF_BITS) < BUCKETS:
+        _append(q, B_HEAD + 2 * (b & (BUCKETS - 1)), node)
+    else:
+        _append(q, F_HEAD, node)
+        if t < q[F_MIN]:
+            q[F_MIN] = t
+
+
 @njit(cache=True, _nrt=False)
 def push(q, t, d):  # type: ignore[no-untyped-def]
     """Queue event d at time t (t >= the time last popped)."""
@@ -144,18 +185,10 @@ def _place(q, node, t, d):  # type: ignore[no-untyped-def]
     q[node + N_TIME] = t
     q[node + N_DATA] = d
     q[SIZE] += 1
-    if (t >> SLOT_BITS) - q[CUR] < WHEEL:
+    if (t >> SLOT_BITS) < q[LIMIT]:
         _wheel_add(q, node, t)
     else:
-        # beyond the wheel (rare: timers far ahead): appended to the far list, in push order
-        q[node + N_NEXT] = -1
-        if q[F_HEAD] < 0:
-            q[F_HEAD] = node
-        else:
-            q[q[F_TAIL] + N_NEXT] = node
-        q[F_TAIL] = node
-        if t < q[F_MIN]:
-            q[F_MIN] = t
+        _far_add(q, node, t)  # (a timer further ahead: DCQCN's rate increase, a sample)
 
 
 @njit(cache=True, _nrt=False)
@@ -174,29 +207,54 @@ def _next_slot(q, cur):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, _nrt=False)
-def _enter(q, cur):  # type: ignore[no-untyped-def]
-    """Move the far events of the slots that entered the wheel (now first at `cur`) into them,
-    in push order: those slots hold no event yet, so (time, push) order holds."""
-    prev = -1
-    x = q[F_HEAD]
-    m = INF
+def _extend(q):  # type: ignore[no-untyped-def]
+    """The wheel takes the next HALF slots: the first bucket's events move into their slots in
+    push order, before any push can reach those slots, so (time, push) order holds; then the far
+    events of the bucket that the buckets' reach now includes move into it, the same way."""
+    head = B_HEAD + 2 * ((q[LIMIT] >> HALF_BITS) & (BUCKETS - 1))
+    x = q[head]
+    q[head] = q[head + 1] = -1
     while x >= 0:
         nxt = q[x + N_NEXT]
-        t = q[x + N_TIME]
-        if (t >> SLOT_BITS) - cur < WHEEL:
-            if prev < 0:
-                q[F_HEAD] = nxt
-            else:
-                q[prev + N_NEXT] = nxt
-            if nxt < 0:
-                q[F_TAIL] = prev
-            _wheel_add(q, x, t)
-        else:
-            if t < m:
-                m = t
-            prev = x
+        _wheel_add(q, x, q[x + N_TIME])
         x = nxt
-    q[F_MIN] = m
+    q[LIMIT] += HALF
+    if (q[F_MIN] >> (SLOT_BITS + HALF_BITS)) - (q[LIMIT] >> HALF_BITS) < BUCKETS:
+        prev = -1
+        x = q[F_HEAD]
+        m = INF
+        while x >= 0:
+            nxt = q[x + N_NEXT]
+            t = q[x + N_TIME]
+            if (t >> (SLOT_BITS + HALF_BITS)) - (q[LIMIT] >> HALF_BITS) < BUCKETS:
+                if prev < 0:
+                    q[F_HEAD] = nxt
+                else:
+                    q[prev + N_NEXT] = nxt
+                if nxt < 0:
+                    q[F_TAIL] = prev
+                _append(q, B_HEAD + 2 * ((t >> (SLOT_BITS + HALF_BITS)) & (BUCKETS - 1)), x)
+            else:
+                if t < m:
+                    m = t
+                prev = x
+            x = nxt
+        q[F_MIN] = m
+
+
+@njit(cache=True, _nrt=False)
+def _advance(q, cur):  # type: ignore[no-untyped-def]
+    """The wheel's first busy slot from `cur` on (absolute), made current: at least HALF slots
+    of the wheel lie ahead of it (the wheel extended as needed); the queue must not be empty."""
+    nxt = _next_slot(q, cur)
+    while nxt < 0:  # nothing left in the wheel: the next HALF slots come in, busy or not
+        cur = q[LIMIT]
+        _extend(q)
+        nxt = _next_slot(q, cur)
+    while q[LIMIT] - nxt < HALF:
+        _extend(q)
+    q[CUR] = nxt
+    return nxt
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -215,13 +273,7 @@ def pop(q):  # type: ignore[no-untyped-def]
     cur = q[CUR]
     h = q[W_HEAD + SLOT * (cur & (WHEEL - 1))]
     if h < 0:
-        nxt = _next_slot(q, cur)
-        if nxt < 0:  # the wheel is empty: on to the far queue's first slot
-            nxt = q[F_MIN] >> SLOT_BITS
-        cur = nxt
-        q[CUR] = cur
-        if (q[F_MIN] >> SLOT_BITS) - cur < WHEEL:
-            _enter(q, cur)
+        cur = _advance(q, cur)
         h = q[W_HEAD + SLOT * (cur & (WHEEL - 1))]
     i = cur & (WHEEL - 1)
     w = SLOT * i
