@@ -14,12 +14,14 @@ in push order (ns-3's rule), the reference in its binary heap's order, so each r
 both kernels' events and collective completion times (they differ by the seed-to-seed kind of
 amount, not more). Reported: the speedup (reference time / today's, and per event), today's
 switch hops/s and events/s per core. `--with-128` adds the preset's 128-node, 10-pass Symphony
-run (today's kernel only): minutes.
+run (today's kernel; `--reference`: the reference's instead, to run beside it on the other core
+for the ratio; `--revision REV`: the whole simulator of git revision REV): minutes.
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import time
 from dataclasses import replace
@@ -27,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.reference_kernel_113030d import run_reference
+from bench.reference_kernel_113030d import REVISION, ROOT, run_reference
 from evaluation.fabric import sim as today
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.scenarios import PRESETS
@@ -68,18 +70,65 @@ def compare(cfg: FabricConfig, seeds: int) -> str:
     )
 
 
-def run_128(base: FabricConfig, preset: str) -> str:
+def run_128(base: FabricConfig, preset: str, reference: bool = False) -> str:
     # ten passes take ten times the simulated time: the time limit (max_ms) scales with them
     cfg = replace(base, hosts=128, passes=10, mode="symphony", max_ms=base.max_ms * 10)
-    simulate(replace(cfg, hosts=16, passes=1, chunk_bytes=16 << 10), 0)
-    r = simulate(cfg, 0)
+    kernel = run_reference if reference else today.run_kernel
+    simulate(replace(cfg, hosts=16, passes=1, chunk_bytes=16 << 10), 0, kernel=kernel)
+    r = simulate(cfg, 0, kernel=kernel)
     assert r.stats["error"] == 0, r.stats["error"]
+    who = f"the {REVISION} reference" if reference else "today's kernel"
     return (
-        f"{preset}, 128 nodes, 10 passes, Symphony, seed 0: {r.wall_s:.0f} s of one core "
+        f"{preset}, 128 nodes, 10 passes, Symphony, seed 0, {who}: {r.wall_s:.0f} s of one core "
         f"({r.stats['events'] / 1e9:.2f} G events, {r.stats['switch_hops'] / 1e6:.0f} M switch "
         f"hops, {r.stats['switch_hops'] / r.wall_s / 1e6:.1f} M/s; simulated CCT "
         f"{r.cct_max_us / 1000:.0f} ms)"
     )
+
+
+# The 128-node run in a child process whose `evaluation` and `symphony` packages are those of
+# another revision (argv: its tree, the preset): the whole simulator as it was, glue included.
+_RUN_128_AT = """
+import sys, time
+from dataclasses import replace
+sys.path.insert(0, sys.argv[1])
+from evaluation.fabric import sim
+sim.time.perf_counter = time.thread_time
+from evaluation.fabric.scenarios import PRESETS
+base = PRESETS[sys.argv[2]]
+cfg = replace(base, hosts=128, passes=10, mode="symphony", max_ms=base.max_ms * 10)
+sim.simulate(replace(cfg, hosts=16, passes=1, chunk_bytes=16 << 10), 0)
+r = sim.simulate(cfg, 0)
+assert r.stats["error"] == 0, r.stats["error"]
+print(f"{r.wall_s:.0f} s of one core ({r.stats['events'] / 1e9:.2f} G events; simulated CCT "
+      f"{r.cct_max_us / 1000:.0f} ms)")
+"""
+
+
+def run_128_at(revision: str, preset: str) -> str:
+    """The 128-node 10-pass run with the simulator of git `revision` (its own glue and kernel,
+    extracted with `git archive` under build/bench/): e.g. the kernel an issue's minutes were
+    measured with, beside today's on the same machine."""
+    tree = ROOT / "build" / "bench" / f"rev-{revision}"
+    if not (tree / "evaluation").exists():
+        tree.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", revision], capture_output=True, check=False
+        )
+        if archive.returncode != 0:
+            raise SystemExit(f"bench: git cannot show revision {revision}: {archive.stderr!r}")
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    child = subprocess.run(
+        [sys.executable, "-c", _RUN_128_AT, str(tree), preset],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if child.returncode != 0:
+        raise SystemExit(f"bench: the run at {revision} failed:\n{child.stderr}")
+    result = child.stdout.strip()
+    return f"{preset}, 128 nodes, 10 passes, Symphony, seed 0, revision {revision}: {result}"
 
 
 def main() -> None:
@@ -94,6 +143,18 @@ def main() -> None:
     ap.add_argument("--chunk-kb", type=int, help="chunk size (default: the preset's)")
     ap.add_argument("--with-128", action="store_true", help="also the 128-node 10-pass run")
     ap.add_argument("--only-128", action="store_true", help="only the 128-node 10-pass run")
+    ap.add_argument(
+        "--reference",
+        action="store_true",
+        help="the 128-node run with the reference kernel instead (about 2.5x as long; run it "
+        "beside today's on the other core for the ratio)",
+    )
+    ap.add_argument(
+        "--revision",
+        metavar="REV",
+        help="the 128-node run with the whole simulator of git revision REV instead (e.g. "
+        "34f0be5, the kernel issue 32's '35 minutes' were measured with)",
+    )
     args = ap.parse_args()
     base = PRESETS[args.preset]
     if args.chunk_kb:
@@ -102,7 +163,10 @@ def main() -> None:
         for mode in ("baseline", "symphony"):
             print(compare(replace(base, mode=mode), args.seeds), flush=True)
     if args.with_128 or args.only_128:
-        print(run_128(base, args.preset), flush=True)
+        if args.revision:
+            print(run_128_at(args.revision, args.preset), flush=True)
+        else:
+            print(run_128(base, args.preset, args.reference), flush=True)
 
 
 if __name__ == "__main__":
