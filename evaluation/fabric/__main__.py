@@ -5,6 +5,7 @@ python -m evaluation.fabric --scenario ecmp --seeds 20
 python -m evaluation.fabric --quick --seeds 2        # the small configuration of each
 python -m evaluation.fabric --no-pfc --out build/evaluation-nopfc   # lossy: drop-tail, go-back-N
 python -m evaluation.fabric --scenario ecmp --profile hpcc-run-dcqcn  # another NIC profile
+python -m evaluation.fabric --scenario table1 --ack-queue control    # ACKs in a priority class
 python -m evaluation.fabric --preset v1 --out build/evaluation-v1    # the first version's defaults
 python -m evaluation.fabric --scenario 2d --ecmp ns3 --passes 4 --splits 4 --active-chunks 2
 python -m evaluation.fabric --scenario ecmp --fabric multipod --hosts 256 --oversub 4
@@ -27,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from evaluation.fabric.collectives import lockstep_bound_us
-from evaluation.fabric.dcqcn import DEFAULT_PROFILE, PROFILES
+from evaluation.fabric.dcqcn import DEFAULT_PROFILE, PROFILES, AckQueue, Dcqcn
 from evaluation.fabric.rows import FIELDS
 from evaluation.fabric.scenarios import PRESETS, SCENARIOS, Run, scenario_runs
 from evaluation.fabric.sweep import STORE_NAME, RunStore, run_key, run_sweep, series_arrays
@@ -48,6 +49,13 @@ CONFIG_FLAGS = (
     "cores",
     "oversub",
 )
+
+
+def _ack_queue(cc: Dcqcn, queue: AckQueue) -> Dcqcn:
+    """Profile `cc` with ACKs in `queue`, named so if that is not the profile's own."""
+    if cc.ack_queue == queue:
+        return cc
+    return replace(cc, ack_queue=queue, name=f"{cc.name}+ack-{queue}")
 
 
 def summarise(rows: list[dict[str, object]]) -> str:
@@ -124,6 +132,12 @@ def main(argv: list[str] | None = None) -> None:
         help="the NIC's DCQCN profile (evaluation/fabric/dcqcn.py; default: the preset's, "
         f"{DEFAULT_PROFILE} for table1)",
     )
+    ap.add_argument(
+        "--ack-queue",
+        choices=("data", "control"),
+        help="the switch queue ACKs/NACKs take (Dcqcn.ack_queue; default: the profile's, data: "
+        "FIFO behind their flow's data as in HPCC; control: a strict-priority class)",
+    )
     ap.add_argument("--variant", action="append", help="run only these variants (e.g. baseline)")
     # workload and fabric (FabricConfig fields; unset = each scenario's default)
     ap.add_argument("--topology", choices=("rings", "2d"), help="logical topology")
@@ -172,6 +186,11 @@ def main(argv: list[str] | None = None) -> None:
         runs = [replace(r, cfg=replace(r.cfg, pfc=False)) for r in runs]
     if args.profile:
         runs = [replace(r, cfg=replace(r.cfg, dcqcn=args.profile)) for r in runs]
+    if args.ack_queue:
+        # the profile renamed too: runs.csv and the summary name it, so "+ack-control" shows
+        runs = [
+            replace(r, cfg=replace(r.cfg, dcqcn=_ack_queue(r.cfg.cc, args.ack_queue))) for r in runs
+        ]
     # Longest first, so the pool does not end on one slow run.
     runs.sort(key=lambda r: -r.cfg.hosts * lockstep_bound_us(r.cfg))
     args.out.mkdir(parents=True, exist_ok=True)
