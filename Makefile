@@ -108,6 +108,7 @@ bench: setup build
 
 # Starts and stops its own bmv2 and controller (evaluation/hosts/testbed.py); needs root.
 experiment: setup build
+	scripts/install_test_deps.sh nft
 	$(PY) -m evaluation.hosts --out $(BUILD)/experiments $(EXPERIMENT_ARGS)
 
 # Fig. 9 with flows 10 times longer than `make experiment`'s (a tenth of the paper's 1 GB at
@@ -116,6 +117,7 @@ experiment: setup build
 # took 4x its time); flows past DCQCN's byte counter need a deeper queue than 1,000 packets
 # (docs/experiments.md, "With longer flows").
 experiment-long: setup build
+	scripts/install_test_deps.sh nft
 	$(PY) -m evaluation.hosts --only pair --offsets 0.5 --ks 0.01 --gates 8/0.001 --reps 2 \
 		--line-pps 4000 --flow-packets 100000 --queue-depth 10000 \
 		--out $(BUILD)/experiments-long $(EXPERIMENT_ARGS)
@@ -127,6 +129,7 @@ experiment-long: setup build
 # spine SIGKILLed and restarted under traffic (fabric_failover.py: reroute, restore, losses).
 # Starts and stops its own fabric and controller; needs root. Resumes where it stopped.
 experiment-fabric: setup build
+	scripts/install_test_deps.sh nft ping
 	$(PY) -m evaluation.hosts.fabric_experiment --out $(BUILD)/experiments-fabric $(EXPERIMENT_ARGS)
 	$(PY) -m evaluation.hosts.fabric_experiment --hosts-per-leaf 4 --rings 2 --line-pps 1000 \
 		--out $(BUILD)/experiments-fabric-8 $(EXPERIMENT_ARGS)

@@ -7,7 +7,8 @@
 # cluster, symphony_tools/postgres.py), and nftables, with which bmv2_env/start.sh closes bmv2's
 # Thrift port to everything but loopback, and ping for the fabric's test
 # (tests/integration/test_fabric_bmv2.py). Idempotent: installs only what is
-# missing. The tests start and stop the daemons themselves; this script makes sure none of the
+# missing. With arguments (binary names, e.g. `nft`), only those (the experiments need nft
+# alone). The tests start and stop the daemons themselves; this script makes sure none of the
 # packages' own services is started here (policy-rc.d), so nothing is left running.
 set -euo pipefail
 export PATH="$PATH:/usr/sbin:/sbin"
@@ -17,11 +18,19 @@ declare -A pkg_of=(
   [nft]=nftables [ping]=iputils-ping
 )
 missing=()
-for bin in "${!pkg_of[@]}"; do
-  command -v "$bin" >/dev/null || missing+=("${pkg_of[$bin]}")
+wanted=("$@")
+[ ${#wanted[@]} = 0 ] && wanted=("${!pkg_of[@]}" initdb)
+for bin in "${wanted[@]}"; do
+  if [ "$bin" = initdb ]; then
+    # Debian keeps initdb and pg_ctl off PATH, under the server's major version.
+    compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
+  elif [ -z "${pkg_of[$bin]:-}" ]; then
+    echo "install_test_deps: no package known for $bin" >&2
+    exit 2
+  else
+    command -v "$bin" >/dev/null || missing+=("${pkg_of[$bin]}")
+  fi
 done
-# Debian keeps initdb and pg_ctl off PATH, under the server's major version.
-compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
 [ ${#missing[@]} = 0 ] && exit 0
 mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
 if [ "$(id -u)" != 0 ]; then

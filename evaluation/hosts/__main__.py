@@ -14,16 +14,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import re
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
+from evaluation.hosts import calibration as cal
 from evaluation.hosts import experiments as ex
 from evaluation.hosts import report, runs
 from evaluation.hosts.nic import RT_PRIORITY
@@ -39,6 +42,7 @@ PAPER_FIG9 = {  # the paper's sec. 4.7, A starting 500 ms late: flow completion 
 }
 
 
+CALIBRATION_SEED = 1000  # the calibration's runs: a seed no reported run uses
 RESULT_FILES = (
     "fig9_alone.csv",
     "fig9_runs.csv",
@@ -61,7 +65,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="results folder (default build/experiments, build/experiments-smoke with --smoke)",
     )
     p.add_argument("--reps", type=int, default=5, help="repetitions per point (seeds 0..reps-1)")
-    p.add_argument("--line-pps", type=float, default=4000.0, help="emulated link rate, packets/s")
+    p.add_argument(
+        "--line-pps",
+        type=float,
+        default=4000.0,
+        help="emulated link rate, packets/s: the planned one (the calibration may lower it)",
+    )
     p.add_argument("--flow-packets", type=int, default=10000, help="experiment 1 flow size")
     p.add_argument(
         "--offsets", default="0,0.25,0.5,0.75", help="A's start delay, in units of B's alone time"
@@ -85,8 +94,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--max-reruns",
         type=int,
-        default=3,
-        help="how often a run the harness spoiled is redone (same seed) before giving up",
+        default=None,
+        help="how often a run the harness spoiled is redone (same seed) before giving up"
+        " (default: as the calibration plans, at least 3)",
+    )
+    p.add_argument(
+        "--calibrate-s",
+        type=float,
+        default=cal.CALIBRATE_S,
+        help="seconds of traffic the calibration measures before the runs (0: none, run at the"
+        " given rates; docs/experiments.md, Calibration)",
     )
     p.add_argument(
         "--rt-priority",
@@ -116,14 +133,17 @@ def job_name(*parts: object) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", "-".join(map(str, parts)))
 
 
-def settings_of(args: argparse.Namespace) -> dict[str, Any]:
+def settings_of(args: argparse.Namespace, factor: float = 1.0) -> dict[str, Any]:
     """Everything that changes the result of one run: runs made with other settings cannot be
-    mixed with this invocation's (the lists of variants, offsets and seeds may differ)."""
-    pair, ring = ex.Setup(line_pps=args.line_pps), ex.Setup(line_pps=args.ring_line_pps)
+    mixed with this invocation's (the lists of variants, offsets and seeds may differ).
+    `factor`: the calibration's rate factor (every emulated rate is that times the planned)."""
+    pair = ex.Setup(line_pps=args.line_pps).at(factor)
+    ring = ex.Setup(line_pps=args.ring_line_pps).at(factor)
     return {
         "queue_depth": args.queue_depth,
-        "pair": {"line_pps": args.line_pps, "flow_packets": args.flow_packets},
-        "ring": {"line_pps": args.ring_line_pps, "chunk": args.chunk, "slowdown": args.slowdown},
+        "rate_factor": factor,
+        "pair": {"line_pps": pair.line_pps, "flow_packets": args.flow_packets},
+        "ring": {"line_pps": ring.line_pps, "chunk": args.chunk, "slowdown": args.slowdown},
         "dcqcn": pair.dcqcn.__dict__,
         "lateness_limit_ms": {
             "pair": round(pair.lateness_limit_ms(), 6),
@@ -142,64 +162,111 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if args.report:
         return finish(out, json.loads((out / "meta.json").read_text()))
-    settings = settings_of(args)
-    try:
-        note = runs.open_results(out, settings, fresh=args.fresh, files=RESULT_FILES)
-    except runs.SettingsChanged as e:
-        print(f"python -m evaluation.hosts: {e}", file=sys.stderr)
-        return 2
-    print(f"python -m evaluation.hosts: {note}", file=sys.stderr)
     ks = [float(k) for k in args.ks.split(",") if k]
     gates = ex.parse_gates(args.gates)
     offsets = [float(o) for o in args.offsets.split(",") if o]
-    pair_setup = ex.Setup(line_pps=args.line_pps, rt_priority=args.rt_priority)
-    ring_setup = ex.Setup(line_pps=args.ring_line_pps, rt_priority=args.rt_priority)
-    old_meta = json.loads((out / "meta.json").read_text()) if (out / "meta.json").is_file() else {}
-    meta = {
-        "command": " ".join(["python -m evaluation.hosts", *(argv or sys.argv[1:])]),
-        "started": old_meta.get("started", time.strftime("%Y-%m-%d %H:%M:%S")),
-        "machine": f"{platform.machine()}, {platform.node()}",
-        "seeds": list(range(args.reps)),
-        "queue_depth": args.queue_depth,
-        "gates": gates,
-        "max_reruns": args.max_reruns,
-        "rt_priority": args.rt_priority,
-        "switch_rt_priority": args.switch_rt_priority,
-        "pair": {
-            "line_pps": args.line_pps,
-            "time_scale": pair_setup.scaled().scale,
-            "t_win_us": pair_setup.t_win_us(),
-            "lateness_limit_ms": pair_setup.lateness_limit_ms(),
-            "flow_packets": args.flow_packets,
-        },
-        "ring": {
-            "line_pps": args.ring_line_pps,
-            "time_scale": ring_setup.scaled().scale,
-            "t_win_us": ring_setup.t_win_us(),
-            "lateness_limit_ms": ring_setup.lateness_limit_ms(),
-            "chunk": args.chunk,
-            "slowdown": args.slowdown,
-        },
-        "dcqcn": pair_setup.dcqcn.__dict__,
-    }
-    traces = out / "traces"
-    traces.mkdir(exist_ok=True)
-    cells = runs.Cells(out, args.max_reruns)
+    ring_ks = [float(k) for k in args.ring_ks.split(",") if k]
+    stored = runs.stored_settings(out, RESULT_FILES) if not args.fresh else None
+    factor = float(stored.get("rate_factor", 1.0)) if stored is not None else None
+    if factor is not None:  # resuming: the runs there fix the rates (checked before any start)
+        try:
+            note = runs.open_results(
+                out, settings_of(args, factor), fresh=False, files=RESULT_FILES
+            )
+        except runs.SettingsChanged as e:
+            print(f"python -m evaluation.hosts: {e}", file=sys.stderr)
+            return 2
+        print(f"python -m evaluation.hosts: {note}", file=sys.stderr)
+    meta_path = out / "meta.json"  # a resumed invocation's record goes on, a fresh one starts anew
+    old_meta = (
+        json.loads(meta_path.read_text()) if stored is not None and meta_path.is_file() else {}
+    )
     t_start = time.perf_counter()
     wall_before = old_meta.get("wall_s", 0.0)
-
-    def save_meta() -> None:
-        """meta.json after every run: an interrupted invocation's time still counts."""
-        meta["wall_s"] = wall_before + time.perf_counter() - t_start
-        meta["unresolved"] = cells.unresolved
-        (out / "meta.json").write_text(json.dumps(meta, indent=2, default=str))
-
     with Testbed(
         out / "run", queue_depth=args.queue_depth, rt_priority=args.switch_rt_priority
     ) as tb:
+        planned = {"pair": args.line_pps, "ring": args.ring_line_pps}
+        demands = [
+            d
+            for d in (
+                cal.Demand(
+                    "exp 1",
+                    args.reps * (1 + len(offsets) * len(ex.variants(ks, gates))),
+                    ex.pair_attempt_s(args.flow_packets, args.line_pps),
+                    ex.Setup(args.line_pps).lateness_limit_ms(),
+                ),
+                cal.Demand(
+                    "exp 2",
+                    args.reps * len(ex.variants(ring_ks, gates)),
+                    ex.ring_attempt_s(args.chunk, args.ring_line_pps, args.slowdown),
+                    ex.Setup(args.ring_line_pps).lateness_limit_ms(),
+                ),
+            )
+            if args.only is None or d.name == {"pair": "exp 1", "ring": "exp 2"}[args.only]
+        ]
+        calibration = calibrate(args, tb, demands, factor)
+        if calibration is not None:
+            print(f"calibration: {calibration['text']}", file=sys.stderr)
+            if calibration["refused"]:
+                print(f"python -m evaluation.hosts: {calibration['refused']}", file=sys.stderr)
+                (out / "calibration.json").write_text(json.dumps(calibration, indent=2))
+                return 2
+            factor = calibration["factor"]
+        factor = 1.0 if factor is None else factor
+        if stored is None:
+            note = runs.open_results(out, settings_of(args, factor), fresh=True, files=RESULT_FILES)
+            print(f"python -m evaluation.hosts: {note}", file=sys.stderr)
+        pair_setup = ex.Setup(line_pps=args.line_pps, rt_priority=args.rt_priority).at(factor)
+        ring_setup = ex.Setup(line_pps=args.ring_line_pps, rt_priority=args.rt_priority).at(factor)
+        meta = {
+            "command": " ".join(["python -m evaluation.hosts", *(argv or sys.argv[1:])]),
+            "started": old_meta.get("started", time.strftime("%Y-%m-%d %H:%M:%S")),
+            "machine": f"{platform.machine()}, {platform.node()}, {os.cpu_count()} cores",
+            "seeds": list(range(args.reps)),
+            "queue_depth": args.queue_depth,
+            "gates": gates,
+            "max_reruns": args.max_reruns,  # None: planned (runs.Cells)
+            "rt_priority": args.rt_priority,
+            "switch_rt_priority": args.switch_rt_priority,
+            "rate_factor": factor,
+            "planned_line_pps": planned,
+            "calibration": calibration or old_meta.get("calibration"),
+            "pair": {
+                "line_pps": pair_setup.line_pps,
+                "time_scale": pair_setup.scaled().scale,
+                "t_win_us": pair_setup.t_win_us(),
+                "lateness_limit_ms": pair_setup.lateness_limit_ms(),
+                "flow_packets": args.flow_packets,
+            },
+            "ring": {
+                "line_pps": ring_setup.line_pps,
+                "time_scale": ring_setup.scaled().scale,
+                "t_win_us": ring_setup.t_win_us(),
+                "lateness_limit_ms": ring_setup.lateness_limit_ms(),
+                "chunk": args.chunk,
+                "slowdown": args.slowdown,
+            },
+            "dcqcn": pair_setup.dcqcn.__dict__,
+        }
+        traces = out / "traces"
+        traces.mkdir(exist_ok=True)
+        cells = runs.Cells(out, args.max_reruns)
+        forecast = (calibration or {}).get("predicted_spoiled", {})
+        for d in demands:
+            for name in (d.name, f"{d.name} alone"):
+                cells.expect(name, d.cells, forecast.get(d.name, 0.0))
+
+        def save_meta() -> None:
+            """meta.json after every run: an interrupted invocation's time still counts."""
+            meta["wall_s"] = wall_before + time.perf_counter() - t_start
+            meta["unresolved"] = cells.unresolved
+            meta["attempts_allowed"] = {e: cells.attempts(e) for e in cells.tally}
+            (out / "meta.json").write_text(json.dumps(meta, indent=2, default=str))
+
         meta["switch_realtime"] = tb.realtime
         if args.only in (None, "pair"):
-            t_alone = args.flow_packets / args.line_pps
+            t_alone = args.flow_packets / pair_setup.line_pps
             limit = pair_setup.lateness_limit_ms()
             alone = runs.RunLog(out / "fig9_alone.csv", ("seed",))
             todo_alone = [s for s in range(args.reps) if not alone.done(seed=s)]
@@ -260,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
             todo_r = [
                 (v, s)
                 for s in range(args.reps)
-                for v in ex.variants([float(k) for k in args.ring_ks.split(",") if k], gates)
+                for v in ex.variants(ring_ks, gates)
                 if not rings.done(variant=v.name, seed=s)
             ]
             for v, s in tqdm(todo_r, desc="exp 2 ring", file=sys.stderr):
@@ -273,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
                         chunk=args.chunk,
                         slow_port=1,
                         slowdown=args.slowdown,
-                        jitter_s=0.05 * args.chunk / args.ring_line_pps,
+                        jitter_s=0.05 * args.chunk / ring_setup.line_pps,
                         seed=s,
                         name=job_name("ring", v.name, s, *(["r", n] if n else [])),
                     )
@@ -295,6 +362,47 @@ def main(argv: list[str] | None = None) -> int:
                 )
     save_meta()
     return finish(out, meta)
+
+
+def calibrate(
+    args: argparse.Namespace, tb: Testbed, demands: list[cal.Demand], factor: float | None
+) -> dict[str, Any] | None:
+    """Measure the machine at the planned rates and plan the rate factor and the attempts per
+    cell (calibration.py); with `factor` (resuming) only that factor is considered. None
+    with --calibrate-s 0."""
+    if args.calibrate_s <= 0:
+        return None
+    setup = ex.Setup(line_pps=args.line_pps * (factor or 1.0), rt_priority=args.rt_priority)
+    stalls = ex.calibrate(
+        tb,
+        setup,
+        seconds=args.calibrate_s,
+        packets=round(2 * setup.line_pps),
+        seed=CALIBRATION_SEED,
+    )
+    if factor is not None:  # measured at the stored rate: forecasts relative to it
+        demands = [
+            replace(d, attempt_s=d.attempt_s / factor, limit_ms=d.limit_ms / factor)
+            for d in demands
+        ]
+    p = cal.plan(stalls, demands, factors=(1.0,) if factor is not None else cal.FACTORS)
+    f = (factor or 1.0) * p.factor
+    return {
+        "seconds": stalls.seconds,
+        "measured_at_pps": stalls.line_pps,
+        "sends": stalls.sends,
+        "p99_ms": stalls.quantile_ms(0.99),
+        "p999_ms": stalls.quantile_ms(0.999),
+        "worst_ms": max(stalls.late_ms, default=0.0),
+        "stalls_ms": list(stalls.episodes_ms),
+        "factor": f,
+        "attempts": p.attempts,
+        "max_reruns": p.max_reruns,
+        "predicted_spoiled": p.spoiled,
+        "forecast": {str(k): v for k, v in p.tried.items()},
+        "refused": p.refused,
+        "text": f"{stalls.describe()}; plan: {p.describe()}",
+    }
 
 
 def finish(out: Path, meta: dict) -> int:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from evaluation.hosts.calibration import Stalls
 from evaluation.hosts.dcqcn import DcqcnConfig, Scaled
 from evaluation.hosts.losses import Losses, Snapshot
 from evaluation.hosts.nic import RT_PRIORITY, Fabric, Host, ReceiverQP, SenderQP, StepLog
@@ -80,6 +81,10 @@ class Setup:
         p = self.scaled()
         return LATENESS_FRACTION * min(p.cnp_interval_s, p.alpha_timer_s, p.increase_timer_s) * 1e3
 
+    def at(self, factor: float) -> Setup:
+        """The same setup at `factor` x its link rate (the calibration's plan)."""
+        return replace(self, line_pps=self.line_pps * factor)
+
     def settle_quiet_s(self, slowest_pps: float) -> float:
         """How long the counters must stay still before a frame still missing is taken as lost:
         many packet gaps of the slowest queue, and longer than a bmv2 stall on a busy machine."""
@@ -112,6 +117,10 @@ def _harness_stats(fab: Fabric, losses: Losses) -> dict:
         "unexpected_frames": fab.unexpected,
         "max_lag_ms": max((qp.max_lag for qp in fab.senders.values()), default=0.0) * 1e3,
         "realtime": fab.realtime,
+        # for the calibration (calibration.Stalls); not written to the CSVs
+        "_late": fab.late_log,
+        "_loop_s": fab.loop_s,
+        "_sends": sum(qp.sent for qp in fab.senders.values()),
     }
 
 
@@ -231,6 +240,36 @@ def run_alone(tb: Testbed, setup: Setup, *, packets: int, seed: int, name: str) 
         **_harness_stats(fab, losses),
         **stats,
     }
+
+
+# How long one attempt's loop runs, for the calibration's forecast (calibration.Demand): the
+# medians of docs/experiments.md's runs at 4000 / 2500 packets/s, in units of the line time.
+ALONE_LINE_TIMES = 1.0  # one flow: its line time
+PAIR_LINE_TIMES = 2.2  # two flows of N packets through one port: 2 N at least, B slowed
+RING_BOUND_TIMES = 1.05  # the ring: its lockstep bound (9.1 s against 8.64 s)
+
+
+def pair_attempt_s(packets: int, line_pps: float) -> float:
+    return PAIR_LINE_TIMES * packets / line_pps
+
+
+def ring_attempt_s(chunk: int, line_pps: float, slowdown: float, nodes: int = 4) -> float:
+    return RING_BOUND_TIMES * 2 * (nodes - 1) * 2 * chunk * slowdown / line_pps
+
+
+def calibrate(tb: Testbed, setup: Setup, *, seconds: float, packets: int, seed: int) -> Stalls:
+    """The calibration (calibration.py): baseline two-flow runs at `setup`'s rate, both flows
+    from the start, until `seconds` of loop time were measured; every late send logged."""
+    logs, loop_s, sends, n = [], 0.0, 0, 0
+    while loop_s < seconds:
+        row = run_pair(
+            tb, setup, BASELINE, offset=0.0, packets=packets, seed=seed, name=f"calibrate-{n}"
+        )
+        logs.append(row["_late"])
+        loop_s += row["_loop_s"]
+        sends += row["_sends"]
+        n += 1
+    return Stalls.of(logs, loop_s, sends, setup.line_pps)
 
 
 # -- Experiment 2: Ring-AllReduce of 4 hosts ------------------------------------------------

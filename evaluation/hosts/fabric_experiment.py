@@ -32,7 +32,7 @@ import sys
 import time
 from collections import defaultdict
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -43,8 +43,9 @@ from tqdm import tqdm
 from evaluation.fabric.collectives import build_sends, lockstep_bound_us
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.sim import simulate
+from evaluation.hosts import calibration as cal
 from evaluation.hosts import experiments as ex
-from evaluation.hosts import runs
+from evaluation.hosts import report, runs
 from evaluation.hosts.collective import CollectiveRun, run_collective
 from evaluation.hosts.fabric_losses import loss_topology
 from evaluation.hosts.live_sampler import LiveSampler, Sample
@@ -120,8 +121,9 @@ class FabricSetup:
         ).validate()
 
 
-def settings_of(s: FabricSetup) -> dict[str, Any]:
-    return {**asdict(s), "dcqcn": s.ex_setup.dcqcn.__dict__}
+def settings_of(s: FabricSetup, planned_pps: float) -> dict[str, Any]:
+    """`planned_pps`: the link rate asked for; `s.line_pps` the one the calibration chose."""
+    return {**asdict(s), "dcqcn": s.ex_setup.dcqcn.__dict__, "planned_line_pps": planned_pps}
 
 
 # -- one run on the fabric ---------------------------------------------------------------------
@@ -165,6 +167,7 @@ class FabricBed:
         self.controller: ControllerProcess | None = None
         self.meter: LossMeter | None = None
         self.switch_realtime = False
+        self.fabric: Any = None
         self.api = ""
         self._stack = ExitStack()
 
@@ -176,6 +179,7 @@ class FabricBed:
             fabric, self.controller = self._stack.enter_context(
                 fabric_running(s.topo, self.run_dir, mtu=1500)
             )
+            self.fabric = fabric
             self.api = self.controller.api
             fabric.set_queue_depth(s.queue_depth)
             fabric.set_rates(s.line_pps)
@@ -190,6 +194,11 @@ class FabricBed:
         self.meter = None
         self.controller = None
         self._stack.close()
+
+    def use(self, setup: FabricSetup) -> None:
+        """Run at `setup`'s link rate from now on (the calibration's plan)."""
+        self.setup = setup
+        self.fabric.set_rates(setup.line_pps)
 
     def allocate(self, name: str, variant: ex.Variant) -> int:
         """A tag-mode job of every host, its switches derived by the controller."""
@@ -299,6 +308,9 @@ def run_fabric_collective(
         "max_lag_ms": max((qp.max_lag for qp in fab.senders.values()), default=0.0) * 1e3,
         "realtime": fab.realtime,
         "switch_realtime": bed.switch_realtime,
+        "_late": fab.late_log,  # for the calibration; not written to the CSVs
+        "_loop_s": fab.loop_s,
+        "_sends": sent,
     }
     for sw in topo.switches:
         v = live.get(sw.name)
@@ -408,6 +420,8 @@ def summary(out: Path, setup: FabricSetup, meta: dict[str, Any]) -> str:
         "pairs of messages of different steps on one leaf uplink at the same time. Per seed: "
         "runs.csv and sim.csv; where each lost frame went: the lost_* columns.",
     ]
+    spoiled = runs.read_rows(out / "spoiled_runs.csv")
+    lines += report.calibration_section(meta, {"fabric": (len(rows), spoiled)})
     text = "\n".join(lines) + "\n"
     (out / "summary.md").write_text(text)
     return text
@@ -457,6 +471,44 @@ def plots(out: Path, setup: FabricSetup) -> None:
 
 
 # -- the command -------------------------------------------------------------------------------
+CALIBRATION_SEED = 1000  # the calibration's runs: a seed no reported run uses
+
+
+def calibrate(bed: FabricBed, seconds: float, cells: int, *, fixed: bool) -> dict[str, Any]:
+    """Measure the machine with baseline collectives at the bed's rate until `seconds` of loop
+    time, and plan (calibration.py; `fixed`: resuming, only this rate is considered)."""
+    logs, loop_s, sends, durations, n = [], 0.0, 0, [], 0
+    while loop_s < seconds:
+        row, _trace = run_fabric_collective(bed, ex.BASELINE, CALIBRATION_SEED, f"calibrate-{n}")
+        logs.append(row["_late"])
+        loop_s += row["_loop_s"]
+        durations.append(row["_loop_s"])
+        sends += row["_sends"]
+        n += 1
+    s = bed.setup
+    stalls = cal.Stalls.of(logs, loop_s, sends, s.line_pps)
+    demand = cal.Demand(
+        "fabric", cells, statistics.median(durations), s.ex_setup.lateness_limit_ms()
+    )
+    p = cal.plan(stalls, [demand], factors=(1.0,) if fixed else cal.FACTORS)
+    return {
+        "seconds": stalls.seconds,
+        "measured_at_pps": s.line_pps,
+        "sends": stalls.sends,
+        "p99_ms": stalls.quantile_ms(0.99),
+        "p999_ms": stalls.quantile_ms(0.999),
+        "worst_ms": max(stalls.late_ms, default=0.0),
+        "stalls_ms": list(stalls.episodes_ms),
+        "attempt_s": demand.attempt_s,
+        "factor": p.factor,
+        "attempts": p.attempts,
+        "predicted_spoiled": p.spoiled,
+        "forecast": {str(k): v for k, v in p.tried.items()},
+        "refused": p.refused,
+        "text": f"{stalls.describe()}; plan: {p.describe()}",
+    }
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python -m evaluation.hosts.fabric_experiment", description=__doc__.split("\n")[0]
@@ -471,7 +523,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--line-pps",
         type=float,
         default=2000.0,
-        help="emulated link rate, packets/s (docs/experiments.md, Fabric: measured headroom)",
+        help="emulated link rate, packets/s, the planned one: the calibration may lower it"
+        " (docs/experiments.md, Fabric: measured headroom)",
     )
     p.add_argument("--queue-depth", type=int, default=1000)
     p.add_argument("--jitter-us", type=float, default=2.0, help="start jitter, real us (scaled)")
@@ -480,7 +533,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--first-seed", type=int, default=100, help="seeds no choice was made on")
     p.add_argument("--ks", default="0.01", help="the paper's policy at these k")
     p.add_argument("--gates", default="8/0.001", help="gated variants GATE/K (the shipped one)")
-    p.add_argument("--max-reruns", type=int, default=3)
+    p.add_argument(
+        "--max-reruns",
+        type=int,
+        default=None,
+        help="reruns of a spoiled run (default: as the calibration plans, at least 3)",
+    )
+    p.add_argument(
+        "--calibrate-s",
+        type=float,
+        default=cal.CALIBRATE_S,
+        help="seconds of traffic measured before the runs (0: none; docs/experiments.md)",
+    )
     p.add_argument("--no-sim", action="store_true", help="skip the simulator's runs")
     p.add_argument("--fresh", action="store_true", help="discard the runs already in --out")
     p.add_argument("--report", action="store_true", help="only rewrite summary.md and PNGs")
@@ -501,64 +565,104 @@ def main(argv: list[str] | None = None) -> int:
         sample_ms=args.sample_ms,
     )
     setup.sim_config(ex.BASELINE)  # a bad size fails here, before any switch starts
+    planned = setup.line_pps
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     meta_path = out / "meta.json"
+    stored = runs.stored_settings(out, RESULT_FILES) if not args.fresh else None
+    if stored is not None:  # resuming: the runs there fix the rate
+        setup = replace(setup, line_pps=float(stored.get("line_pps", planned)))
     if args.report:
-        print(summary(out, setup, json.loads(meta_path.read_text())))
+        meta = json.loads(meta_path.read_text())
+        print(summary(out, setup, meta))
         plots(out, setup)
         return 0
-    try:
-        note = runs.open_results(out, settings_of(setup), fresh=args.fresh, files=RESULT_FILES)
-    except runs.SettingsChanged as e:
-        print(f"fabric_experiment: {e}", file=sys.stderr)
-        return 2
-    print(f"fabric_experiment: {note}", file=sys.stderr)
+    if stored is not None:
+        try:
+            note = runs.open_results(
+                out, settings_of(setup, planned), fresh=False, files=RESULT_FILES
+            )
+        except runs.SettingsChanged as e:
+            print(f"fabric_experiment: {e}", file=sys.stderr)
+            return 2
+        print(f"fabric_experiment: {note}", file=sys.stderr)
     variants = ex.variants([float(k) for k in args.ks.split(",") if k], ex.parse_gates(args.gates))
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
-    old = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
-    meta = {
+    # a resumed invocation's record goes on; a fresh one starts its own
+    old = json.loads(meta_path.read_text()) if stored is not None and meta_path.is_file() else {}
+    meta: dict[str, Any] = {
         "command": " ".join(["python -m evaluation.hosts.fabric_experiment", *sys.argv[1:]]),
         "started": old.get("started", time.strftime("%Y-%m-%d %H:%M:%S")),
         "seeds": seeds,
         "variants": [v.name for v in variants],
         "wall_s": float(old.get("wall_s", 0.0)),
+        "planned_line_pps": planned,
+        "max_reruns": args.max_reruns,
+        "calibration": old.get("calibration"),
     }
     t_start = time.monotonic()
     log = runs.RunLog(out / "runs.csv", key=("variant", "seed"))
     simlog = runs.RunLog(out / "sim.csv", key=("variant", "seed"))
     (out / "traces").mkdir(exist_ok=True)
-    if not args.no_sim:
-        for v in tqdm(variants, desc="simulator", file=sys.stderr):
-            for seed in seeds:
-                if not simlog.done(variant=v.name, seed=seed):
-                    simlog.append(simulate_row(setup, v, seed))
     cells = runs.Cells(out, args.max_reruns)
     todo = [(v, s) for s in seeds for v in variants if not log.done(variant=v.name, seed=s)]
-    lateness = setup.ex_setup.lateness_limit_ms()
-    if todo:
-        with FabricBed(setup, ROOT / "run/fabric-exp") as bed:
-            for v, seed in tqdm(todo, desc="bmv2 fabric runs", file=sys.stderr):
-                traces: dict[int, dict[str, Any]] = {}
+    with ExitStack() as stack:
+        bed = stack.enter_context(FabricBed(setup, ROOT / "run/fabric-exp")) if todo else None
+        if bed is not None and args.calibrate_s > 0:
+            calibration = calibrate(bed, args.calibrate_s, len(todo), fixed=stored is not None)
+            print(f"calibration: {calibration['text']}", file=sys.stderr)
+            meta["calibration"] = calibration
+            if calibration["refused"]:
+                print(f"fabric_experiment: {calibration['refused']}", file=sys.stderr)
+                (out / "calibration.json").write_text(json.dumps(calibration, indent=2))
+                return 2
+            setup = replace(setup, line_pps=planned * calibration["factor"])
+            bed.use(setup)
+            cells.expect("fabric", len(todo), calibration["predicted_spoiled"]["fabric"])
+        if stored is None:
+            note = runs.open_results(
+                out, settings_of(setup, planned), fresh=True, files=RESULT_FILES
+            )
+            print(f"fabric_experiment: {note}", file=sys.stderr)
+            (out / "traces").mkdir(exist_ok=True)
+        meta["line_pps"] = setup.line_pps
+        meta["rate_factor"] = setup.line_pps / planned
+        meta["fabric"] = {
+            "line_pps": setup.line_pps,
+            "lateness_limit_ms": setup.ex_setup.lateness_limit_ms(),
+        }
+        if not args.no_sim:
+            for v in tqdm(variants, desc="simulator", file=sys.stderr):
+                for seed in seeds:
+                    if not simlog.done(variant=v.name, seed=seed):
+                        simlog.append(simulate_row(setup, v, seed))
+        lateness = setup.ex_setup.lateness_limit_ms()
+        for v, seed in tqdm(todo, desc="bmv2 fabric runs", file=sys.stderr):
+            assert bed is not None
+            traces: dict[int, dict[str, Any]] = {}
 
-                def attempt(
-                    n: int,
-                    v: ex.Variant = v,
-                    seed: int = seed,
-                    traces: dict[int, dict[str, Any]] = traces,
-                ) -> dict[str, Any]:
-                    row, traces[n] = run_fabric_collective(
-                        bed, v, seed, f"fab-{v.name}-{seed}-{n}".replace("=", "")
-                    )
-                    return row
+            def attempt(
+                n: int,
+                v: ex.Variant = v,
+                seed: int = seed,
+                traces: dict[int, dict[str, Any]] = traces,
+                bed: FabricBed = bed,
+            ) -> dict[str, Any]:
+                row, traces[n] = run_fabric_collective(
+                    bed, v, seed, f"fab-{v.name}-{seed}-{n}".replace("=", "")
+                )
+                return row
 
-                row = cells.run("fabric", f"{v.name} seed {seed}", attempt, lateness)
-                if row is not None:
-                    log.append(row)
-                    trace = traces[int(row["reruns"])]
-                    (out / "traces" / f"{v.name}-seed{seed}.json").write_text(json.dumps(trace))
-                meta["wall_s"] = float(old.get("wall_s", 0.0)) + time.monotonic() - t_start
-                meta_path.write_text(json.dumps(meta, indent=2))
+            row = cells.run("fabric", f"{v.name} seed {seed}", attempt, lateness)
+            if row is not None:
+                log.append(row)
+                trace = traces[int(row["reruns"])]
+                (out / "traces" / f"{v.name}-seed{seed}.json").write_text(json.dumps(trace))
+            meta["wall_s"] = float(old.get("wall_s", 0.0)) + time.monotonic() - t_start
+            meta["unresolved"] = cells.unresolved
+            meta["attempts_allowed"] = {e: cells.attempts(e) for e in cells.tally}
+            meta_path.write_text(json.dumps(meta, indent=2))
+    meta_path.write_text(json.dumps(meta, indent=2))
     print(summary(out, setup, meta))
     plots(out, setup)
     for problem in cells.unresolved:

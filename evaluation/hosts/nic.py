@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from conformance import packets as rp
 from evaluation.hosts import wire
+from evaluation.hosts.calibration import LOG_MIN_MS
 from evaluation.hosts.dcqcn import ReactionPoint, Scaled
 from evaluation.hosts.losses import HostCounts, socket_drops
 from evaluation.hosts.netns import packet_socket
@@ -42,6 +43,7 @@ PACKET_OUTGOING = 4
 SO_SNDBUFFORCE, SO_RCVBUFFORCE = 32, 33
 MAX_BURST = 8  # packets a QP or a NIC may send back to back to catch up after a stall
 PSN_MASK = (1 << 24) - 1
+LATE_LOG_S = LOG_MIN_MS / 1e3  # sends later than this go to Fabric.late_log
 # The loop runs under SCHED_FIFO at this priority (root only; 0 = the normal scheduler): on a
 # busy 2-core machine it cut the worst lateness of a run from 5-30 ms to about 1 ms
 # (docs/experiments.md, "The harness loses nothing by itself"). It sleeps in select() between
@@ -164,6 +166,10 @@ class Fabric:
         self.nic_free: dict[int, float] = {}  # per host: when its link can take the next frame
         self.draining = False  # after the run: count what arrives, answer nothing
         self.last_activity = 0.0  # loop time of the last frame sent or received
+        # Every send of the last run later than calibration.LOG_MIN_MS: (loop time, lateness),
+        # seconds; the calibration's measure of what the machine gives the loop.
+        self.late_log: list[tuple[float, float]] = []
+        self.loop_s = 0.0  # how long the last run's loop ran
         self._next_qpn = 0x100
 
     # -- set-up ---------------------------------------------------------------------------
@@ -265,8 +271,10 @@ class Fabric:
         gc_was = gc.isenabled()
         gc.disable()
         self.realtime = _realtime(self.rt_priority)
+        self.late_log = []
         try:
-            return self._run(until, timers or [], limit_s)
+            self.loop_s = self._run(until, timers or [], limit_s)
+            return self.loop_s
         finally:
             if self.realtime:
                 os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
@@ -395,6 +403,8 @@ class Fabric:
         lag = now - due  # how late the event loop was, not the NIC's own queueing
         if lag > qp.max_lag:
             qp.max_lag = lag
+        if lag > LATE_LOG_S:
+            self.late_log.append((now, lag))
         if lag > min(gap, 1.0 / self.p.line_pps):
             qp.late_sends += 1
         if i == 0 and msg.first_psn < 0:

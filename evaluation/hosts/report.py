@@ -15,6 +15,7 @@ import contextlib
 
 import matplotlib.pyplot as plt
 
+from evaluation.hosts import calibration as cal
 from evaluation.hosts import runs
 from evaluation.hosts.experiments import median, overlap_series
 from evaluation.hosts.losses import PLACES
@@ -182,6 +183,14 @@ def summary(out: Path, meta: dict, paper: dict) -> str:
     )
     rows = _read(out / "fig9_runs.csv")
     alone = _read(out / "fig9_alone.csv")
+    spoiled = _read(out / "spoiled_runs.csv")
+    lines += calibration_section(
+        meta,
+        {
+            "exp 1": (len(alone) + len(rows), [r for r in spoiled if r["experiment"] != "exp 2"]),
+            "exp 2": (len(_read(out / "ring_runs.csv")), _of(spoiled, "exp 2")),
+        },
+    )
     if rows:
         pm = meta["pair"]
         lines += [
@@ -294,6 +303,53 @@ def _hosts_line(rows: list[dict], m: dict) -> str:
     )
 
 
+def _of(rows: list[dict], experiment: str) -> list[dict]:
+    return [r for r in rows if r.get("experiment") == experiment]
+
+
+def calibration_section(meta: dict, attempts: dict[str, tuple[int, list[dict]]]) -> list[str]:
+    """What the calibration measured and chose (calibration.py), and the spoiled attempts it
+    was planned against: per experiment, valid runs and spoiled attempts (the spoiled rows)."""
+    c = meta.get("calibration")
+    lines = ["", "## Calibration and spoiled attempts", ""]
+    if c:
+        lines.append(
+            f"Measured before the runs: {c['text']}. Rates used:"
+            f" x{meta.get('rate_factor', 1.0):g} the planned"
+            + "".join(
+                f"; {name} {meta[name]['line_pps']:g} packets/s (lateness limit"
+                f" {meta[name]['lateness_limit_ms']:.1f} ms)"
+                for name in ("pair", "ring", "fabric")
+                if isinstance(meta.get(name), dict) and "line_pps" in meta[name]
+            )
+            + "."
+        )
+    else:
+        lines.append("No calibration (--calibrate-s 0): the rates as given.")
+    for name, (valid, spoiled) in attempts.items():
+        if not valid and not spoiled:
+            continue
+        per_cell: dict[str, int] = defaultdict(int)
+        for r in spoiled:
+            per_cell[str(r.get("cell", "?"))] += 1
+        worst = sorted(per_cell.items(), key=lambda kv: -kv[1])[:5]
+        predicted = (c or {}).get("predicted_spoiled", {}).get(name)
+        lines.append(
+            f"{name}: {valid} valid runs, {len(spoiled)} spoiled attempts: spoiled fraction"
+            f" {cal.spoiled_fraction(valid, len(spoiled)):.1%}"
+            + (f" (predicted {predicted:.1%})" if predicted is not None else "")
+            + (
+                "; spoiled per cell: "
+                + ", ".join(f"{k} {n}" for k, n in worst)
+                + (f" and {len(per_cell) - len(worst)} more cells" if len(per_cell) > 5 else "")
+                if per_cell
+                else ""
+            )
+            + "."
+        )
+    return lines
+
+
 def _losses_section(out: Path, meta: dict) -> list[str]:
     """Where frames were lost, over the valid runs and over the attempts the harness spoiled
     (rerun with the same seed, docs/experiments.md)."""
@@ -338,13 +394,23 @@ def _losses_section(out: Path, meta: dict) -> list[str]:
             for kind in runs.reason_kinds(str(r.get("reason", ""))):
                 reasons[kind] += 1
         lines.append(
-            f"Spoiled attempts (rerun with the same seed, at most {meta.get('max_reruns', '?')}"
-            f" times per run): {len(spoiled)}; their losses by place: {places(spoiled)};"
+            f"Spoiled attempts (rerun with the same seed, {_reruns_allowed(meta)}):"
+            f" {len(spoiled)}; their losses by place: {places(spoiled)};"
             " reasons: " + ", ".join(f"{w} ({n})" for w, n in sorted(reasons.items())) + "."
         )
     else:
         lines.append("No attempt was spoiled: no run needed a rerun.")
     return lines
+
+
+def _reruns_allowed(meta: dict) -> str:
+    if meta.get("max_reruns") is not None:
+        return f"at most {meta['max_reruns']} times per run"
+    allowed = meta.get("attempts_allowed", {})
+    return "up to " + (
+        ", ".join(f"{n} attempts per cell in {e}" for e, n in allowed.items())
+        or "the planned attempts per cell"
+    )
 
 
 def problems(out: Path, meta: dict) -> list[str]:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evaluation.hosts import calibration as cal
+
 Row = dict[str, Any]
 SETTINGS_FILE = "settings.json"
 # A flow alone through the bottleneck may take this much longer than its line time (latency,
@@ -90,13 +92,15 @@ class CellResult:
 def run_cell(
     attempt: Callable[[int], Row],
     verdict: Callable[[Row], str | None],
-    max_reruns: int,
+    max_reruns: int | Callable[[], int],
     on_spoiled: Callable[[Row, str, int], None] | None = None,
 ) -> CellResult:
     """Run `attempt(n)` (n = 0, 1, ...: the same seed each time) until `verdict` passes it, at
-    most 1 + `max_reruns` times. The valid row gets `reruns` (how many attempts were spoiled)."""
+    most 1 + `max_reruns` times (a callable is asked again after each spoiled attempt: the
+    budget may grow as the spoiled fraction is measured). The valid row gets `reruns`."""
     spoiled: list[tuple[Row, str]] = []
-    for n in range(1 + max_reruns):
+    n = 0
+    while True:
         row = attempt(n)
         why = verdict(row)
         if why is None:
@@ -105,7 +109,9 @@ def run_cell(
         spoiled.append((row, why))
         if on_spoiled is not None:
             on_spoiled(row, why, n)
-    return CellResult(None, spoiled)
+        n += 1
+        if n > (max_reruns() if callable(max_reruns) else max_reruns):
+            return CellResult(None, spoiled)
 
 
 class RunLog:
@@ -174,6 +180,14 @@ class SettingsChanged(RuntimeError):
     pass
 
 
+def stored_settings(out: Path, files: Iterable[str]) -> dict[str, Any] | None:
+    """The settings `out`'s runs were made with, when it holds any (a resumable folder)."""
+    path = out / SETTINGS_FILE
+    if not path.is_file() or not any((out / f).exists() for f in files):
+        return None
+    return json.loads(path.read_text())
+
+
 def open_results(out: Path, settings: dict[str, Any], *, fresh: bool, files: Iterable[str]) -> str:
     """Prepare `out` for this invocation's runs. The runs already there are kept and skipped
     only if they were made with the same `settings` (everything that changes one run's result;
@@ -218,12 +232,36 @@ def _diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> str:
 
 class Cells:
     """Runs each cell (one variant, offset, seed) until it is valid, logs every spoiled attempt
-    and collects the cells that could not be made valid."""
+    and collects the cells that could not be made valid.
 
-    def __init__(self, out: Path, max_reruns: int) -> None:
+    The attempts per cell: `max_reruns` + 1 when given; otherwise planned from the measured
+    spoiled fraction (calibration.py) of each experiment, starting from the calibration's
+    forecast (`expect`) and moving to what this invocation's attempts show, so a machine worse
+    than its calibration said gets more attempts (up to calibration.MAX_ATTEMPTS)."""
+
+    # How many attempts the forecast weighs, against the ones measured.
+    FORECAST_WEIGHT = 4
+
+    def __init__(self, out: Path, max_reruns: int | None) -> None:
         self.max_reruns = max_reruns
         self.spoiled = RunLog(out / "spoiled_runs.csv", key=("experiment", "cell", "attempt"))
         self.unresolved: list[str] = []
+        self.plans: dict[str, tuple[int, float]] = {}  # experiment -> (cells, forecast)
+        self.tally: dict[str, list[int]] = {}  # experiment -> [attempts, spoiled, cells done]
+
+    def expect(self, experiment: str, cells: int, spoiled: float) -> None:
+        """`experiment` has `cells` cells to run; the calibration forecast `spoiled`."""
+        self.plans[experiment] = (cells, spoiled)
+
+    def attempts(self, experiment: str) -> int:
+        """The attempts a cell of `experiment` may take now."""
+        if self.max_reruns is not None:
+            return 1 + self.max_reruns
+        cells, forecast = self.plans.get(experiment, (1, 0.0))
+        made, spoiled, done = self.tally.get(experiment, [0, 0, 0])
+        w = self.FORECAST_WEIGHT
+        p = (spoiled + w * forecast) / (made + w)
+        return min(cal.MAX_ATTEMPTS, cal.attempts_for([(p, max(1, cells - done))]))
 
     def run(
         self,
@@ -232,13 +270,26 @@ class Cells:
         attempt: Callable[[int], dict],
         lateness_limit_ms: float,
     ) -> dict | None:
+        tally = self.tally.setdefault(experiment, [0, 0, 0])
+
         def log(row: dict, why: str, n: int) -> None:
+            tally[1] += 1
             print(f"spoiled: {experiment} {cell} attempt {n}: {why}", file=sys.stderr)
             self.spoiled.append(
                 {"experiment": experiment, "cell": cell, "attempt": n, "reason": why, **row}
             )
 
-        res = run_cell(attempt, lambda r: judge(r, lateness_limit_ms), self.max_reruns, log)
+        def counted(n: int) -> dict:
+            tally[0] += 1
+            return attempt(n)
+
+        res = run_cell(
+            counted,
+            lambda r: judge(r, lateness_limit_ms),
+            lambda: self.attempts(experiment) - 1,
+            log,
+        )
+        tally[2] += 1
         if res.row is None:
             self.unresolved.append(
                 f"{experiment} {cell}: no valid run in {len(res.attempts)} attempts;"
