@@ -109,9 +109,28 @@ def test_cells_with_a_fixed_budget_give_up_after_it(tmp_path: Path) -> None:
     assert "no valid run in 2 attempts" in cells.unresolved[0]
 
 
-def test_cells_never_exceed_the_most_attempts(tmp_path: Path) -> None:
+def test_cells_never_allow_more_than_the_most_attempts(tmp_path: Path) -> None:
     cells = runs.Cells(tmp_path, None)
     cells.expect("exp 1", 100, 0.5)
+    assert cells.needed("exp 1") > cal.MAX_ATTEMPTS
+    assert cells.attempts("exp 1") == cal.MAX_ATTEMPTS
+
+
+def test_cells_stop_the_invocation_when_no_budget_would_do(tmp_path: Path) -> None:
+    """Every attempt spoiled, far past the forecast: once the evidence is in, the harness stops
+    with the figures instead of grinding through every cell's attempts."""
+    cells = runs.Cells(tmp_path, None)
+    cells.expect("exp 1", 100, 0.0)
     made = []
-    got = cells.run("exp 1", "cell a", lambda n: made.append(n) or row(50.0), LIMIT_MS)
-    assert got is None and len(made) == cal.MAX_ATTEMPTS
+    with pytest.raises(runs.TooManySpoiled, match=r"exp 1: 10 of 10 attempts spoiled"):
+        for cell in range(100):
+            cells.run("exp 1", f"cell {cell}", lambda n: made.append(n) or row(50.0), LIMIT_MS)
+    assert len(made) == runs.Cells.EVIDENCE
+    assert len(runs.read_rows(tmp_path / "spoiled_runs.csv")) == runs.Cells.EVIDENCE
+
+
+def test_a_fixed_budget_never_stops_early(tmp_path: Path) -> None:
+    cells = runs.Cells(tmp_path, 0)
+    for cell in range(20):
+        assert cells.run("exp 1", f"cell {cell}", lambda n: row(50.0), LIMIT_MS) is None
+    assert len(cells.unresolved) == 20

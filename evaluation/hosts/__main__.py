@@ -42,6 +42,7 @@ PAPER_FIG9 = {  # the paper's sec. 4.7, A starting 500 ms late: flow completion 
 }
 
 
+PROG = "python -m evaluation.hosts"
 CALIBRATION_SEED = 1000  # the calibration's runs: a seed no reported run uses
 RESULT_FILES = (
     "fig9_alone.csv",
@@ -168,15 +169,10 @@ def main(argv: list[str] | None = None) -> int:
     ring_ks = [float(k) for k in args.ring_ks.split(",") if k]
     stored = runs.stored_settings(out, RESULT_FILES) if not args.fresh else None
     factor = float(stored.get("rate_factor", 1.0)) if stored is not None else None
-    if factor is not None:  # resuming: the runs there fix the rates (checked before any start)
-        try:
-            note = runs.open_results(
-                out, settings_of(args, factor), fresh=False, files=RESULT_FILES
-            )
-        except runs.SettingsChanged as e:
-            print(f"python -m evaluation.hosts: {e}", file=sys.stderr)
-            return 2
-        print(f"python -m evaluation.hosts: {note}", file=sys.stderr)
+    if factor is not None and not runs.open_or_explain(  # resuming: the runs there fix the rates
+        out, settings_of(args, factor), fresh=False, files=RESULT_FILES, prog=PROG
+    ):
+        return 2
     meta_path = out / "meta.json"  # a resumed invocation's record goes on, a fresh one starts anew
     old_meta = (
         json.loads(meta_path.read_text()) if stored is not None and meta_path.is_file() else {}
@@ -209,14 +205,15 @@ def main(argv: list[str] | None = None) -> int:
         if calibration is not None:
             print(f"calibration: {calibration['text']}", file=sys.stderr)
             if calibration["refused"]:
-                print(f"python -m evaluation.hosts: {calibration['refused']}", file=sys.stderr)
+                print(f"{PROG}: {calibration['refused']}", file=sys.stderr)
                 (out / "calibration.json").write_text(json.dumps(calibration, indent=2))
                 return 2
             factor = calibration["factor"]
         factor = 1.0 if factor is None else factor
         if stored is None:
-            note = runs.open_results(out, settings_of(args, factor), fresh=True, files=RESULT_FILES)
-            print(f"python -m evaluation.hosts: {note}", file=sys.stderr)
+            runs.open_or_explain(
+                out, settings_of(args, factor), fresh=True, files=RESULT_FILES, prog=PROG
+            )
         pair_setup = ex.Setup(line_pps=args.line_pps, rt_priority=args.rt_priority).at(factor)
         ring_setup = ex.Setup(line_pps=args.ring_line_pps, rt_priority=args.rt_priority).at(factor)
         meta = {
@@ -265,101 +262,105 @@ def main(argv: list[str] | None = None) -> int:
             (out / "meta.json").write_text(json.dumps(meta, indent=2, default=str))
 
         meta["switch_realtime"] = tb.realtime
-        if args.only in (None, "pair"):
-            t_alone = args.flow_packets / pair_setup.line_pps
-            limit = pair_setup.lateness_limit_ms()
-            alone = runs.RunLog(out / "fig9_alone.csv", ("seed",))
-            todo_alone = [s for s in range(args.reps) if not alone.done(seed=s)]
-            for s in tqdm(todo_alone, desc="exp 1 alone", file=sys.stderr):
+        try:
+            if args.only in (None, "pair"):
+                t_alone = args.flow_packets / pair_setup.line_pps
+                limit = pair_setup.lateness_limit_ms()
+                alone = runs.RunLog(out / "fig9_alone.csv", ("seed",))
+                todo_alone = [s for s in range(args.reps) if not alone.done(seed=s)]
+                for s in tqdm(todo_alone, desc="exp 1 alone", file=sys.stderr):
 
-                def one_alone(n: int, s: int = s) -> dict:
-                    name = job_name("alone", s, *(["r", n] if n else []))
-                    return ex.run_alone(
-                        tb, pair_setup, packets=args.flow_packets, seed=s, name=name
-                    )
-
-                row = cells.run("exp 1 alone", f"seed {s}", one_alone, limit)
-                if row is not None:
-                    alone.append(row)
-                save_meta()
-            pairs = runs.RunLog(out / "fig9_runs.csv", ("variant", "offset_frac", "seed"))
-            todo = [
-                (v, o, s)
-                for s in range(args.reps)
-                for o in offsets
-                for v in ex.variants(ks, gates)
-                if not pairs.done(variant=v.name, offset_frac=o, seed=s)
-            ]
-            for v, o, s in tqdm(todo, desc="exp 1 pairs", file=sys.stderr):
-
-                def one_pair(n: int, v: ex.Variant = v, o: float = o, s: int = s) -> dict:
-                    row = ex.run_pair(
-                        tb,
-                        pair_setup,
-                        v,
-                        offset=o * t_alone,
-                        packets=args.flow_packets,
-                        seed=s,
-                        name=job_name("pair", v.name, o, s, *(["r", n] if n else [])),
-                        keep_trace=s == 0,
-                    )
-                    row["offset_frac"] = o
-                    return row
-
-                row = cells.run("exp 1", f"{v.name} offset {o:g} seed {s}", one_pair, limit)
-                if row is not None:
-                    if "_trace" in row:
-                        report.save_trace(
-                            traces / f"pair-{v.name}-{o:g}.json",
-                            {"variant": v.name, "offset": o, **row.pop("_trace")},
+                    def one_alone(n: int, s: int = s) -> dict:
+                        name = job_name("alone", s, *(["r", n] if n else []))
+                        return ex.run_alone(
+                            tb, pair_setup, packets=args.flow_packets, seed=s, name=name
                         )
-                    pairs.append(row)
-                save_meta()
-            report.fig9_plots(
-                out, report.read_rows(pairs.path), report.load_pair_traces(traces), t_alone
-            )
-            alone_rows = report.read_rows(alone.path)
-            if alone_rows:
-                meta["pair"]["alone_fct_s"] = statistics.median(r["A_fct_s"] for r in alone_rows)
-        if args.only in (None, "ring"):
-            limit = ring_setup.lateness_limit_ms()
-            rings = runs.RunLog(out / "ring_runs.csv", ("variant", "seed"))
-            todo_r = [
-                (v, s)
-                for s in range(args.reps)
-                for v in ex.variants(ring_ks, gates)
-                if not rings.done(variant=v.name, seed=s)
-            ]
-            for v, s in tqdm(todo_r, desc="exp 2 ring", file=sys.stderr):
 
-                def one_ring(n: int, v: ex.Variant = v, s: int = s) -> dict:
-                    res = ex.run_ring(
-                        tb,
-                        ring_setup,
-                        v,
-                        chunk=args.chunk,
-                        slow_port=1,
-                        slowdown=args.slowdown,
-                        jitter_s=0.05 * args.chunk / ring_setup.line_pps,
-                        seed=s,
-                        name=job_name("ring", v.name, s, *(["r", n] if n else [])),
-                    )
-                    return {**res.row, "_intervals": res.intervals}
+                    row = cells.run("exp 1 alone", f"seed {s}", one_alone, limit)
+                    if row is not None:
+                        alone.append(row)
+                    save_meta()
+                pairs = runs.RunLog(out / "fig9_runs.csv", ("variant", "offset_frac", "seed"))
+                todo = [
+                    (v, o, s)
+                    for s in range(args.reps)
+                    for o in offsets
+                    for v in ex.variants(ks, gates)
+                    if not pairs.done(variant=v.name, offset_frac=o, seed=s)
+                ]
+                for v, o, s in tqdm(todo, desc="exp 1 pairs", file=sys.stderr):
 
-                row = cells.run("exp 2", f"{v.name} seed {s}", one_ring, limit)
-                if row is not None:
-                    intervals = row.pop("_intervals")
-                    if s == 0:
-                        report.save_trace(
-                            traces / f"ring-{v.name}.json",
-                            {"variant": v.name, "intervals": intervals},
+                    def one_pair(n: int, v: ex.Variant = v, o: float = o, s: int = s) -> dict:
+                        row = ex.run_pair(
+                            tb,
+                            pair_setup,
+                            v,
+                            offset=o * t_alone,
+                            packets=args.flow_packets,
+                            seed=s,
+                            name=job_name("pair", v.name, o, s, *(["r", n] if n else [])),
+                            keep_trace=s == 0,
                         )
-                    rings.append(row)
-                save_meta()
-            if rings.rows:
-                report.ring_plots(
-                    out, report.read_rows(rings.path), report.load_ring_traces(traces)
+                        row["offset_frac"] = o
+                        return row
+
+                    row = cells.run("exp 1", f"{v.name} offset {o:g} seed {s}", one_pair, limit)
+                    if row is not None:
+                        if "_trace" in row:
+                            report.save_trace(
+                                traces / f"pair-{v.name}-{o:g}.json",
+                                {"variant": v.name, "offset": o, **row.pop("_trace")},
+                            )
+                        pairs.append(row)
+                    save_meta()
+                report.fig9_plots(
+                    out, report.read_rows(pairs.path), report.load_pair_traces(traces), t_alone
                 )
+                alone_rows = report.read_rows(alone.path)
+                if alone_rows:
+                    fcts = [r["A_fct_s"] for r in alone_rows]
+                    meta["pair"]["alone_fct_s"] = statistics.median(fcts)
+            if args.only in (None, "ring"):
+                limit = ring_setup.lateness_limit_ms()
+                rings = runs.RunLog(out / "ring_runs.csv", ("variant", "seed"))
+                todo_r = [
+                    (v, s)
+                    for s in range(args.reps)
+                    for v in ex.variants(ring_ks, gates)
+                    if not rings.done(variant=v.name, seed=s)
+                ]
+                for v, s in tqdm(todo_r, desc="exp 2 ring", file=sys.stderr):
+
+                    def one_ring(n: int, v: ex.Variant = v, s: int = s) -> dict:
+                        res = ex.run_ring(
+                            tb,
+                            ring_setup,
+                            v,
+                            chunk=args.chunk,
+                            slow_port=1,
+                            slowdown=args.slowdown,
+                            jitter_s=0.05 * args.chunk / ring_setup.line_pps,
+                            seed=s,
+                            name=job_name("ring", v.name, s, *(["r", n] if n else [])),
+                        )
+                        return {**res.row, "_intervals": res.intervals}
+
+                    row = cells.run("exp 2", f"{v.name} seed {s}", one_ring, limit)
+                    if row is not None:
+                        intervals = row.pop("_intervals")
+                        if s == 0:
+                            report.save_trace(
+                                traces / f"ring-{v.name}.json",
+                                {"variant": v.name, "intervals": intervals},
+                            )
+                        rings.append(row)
+                    save_meta()
+                if rings.rows:
+                    report.ring_plots(
+                        out, report.read_rows(rings.path), report.load_ring_traces(traces)
+                    )
+        except runs.TooManySpoiled as e:
+            cells.unresolved.append(str(e))
     save_meta()
     return finish(out, meta)
 
@@ -386,23 +387,7 @@ def calibrate(
             for d in demands
         ]
     p = cal.plan(stalls, demands, factors=(1.0,) if factor is not None else cal.FACTORS)
-    f = (factor or 1.0) * p.factor
-    return {
-        "seconds": stalls.seconds,
-        "measured_at_pps": stalls.line_pps,
-        "sends": stalls.sends,
-        "p99_ms": stalls.quantile_ms(0.99),
-        "p999_ms": stalls.quantile_ms(0.999),
-        "worst_ms": max(stalls.late_ms, default=0.0),
-        "stalls_ms": list(stalls.episodes_ms),
-        "factor": f,
-        "attempts": p.attempts,
-        "max_reruns": p.max_reruns,
-        "predicted_spoiled": p.spoiled,
-        "forecast": {str(k): v for k, v in p.tried.items()},
-        "refused": p.refused,
-        "text": f"{stalls.describe()}; plan: {p.describe()}",
-    }
+    return cal.record(stalls, p, (factor or 1.0) * p.factor)
 
 
 def finish(out: Path, meta: dict) -> int:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 # A send later than this is logged (ms): below it the loop is on time for every rate in use (a
 # packet gap at the fastest planned rate, 8000 packets/s offered, is 0.125 ms).
@@ -126,10 +127,6 @@ class Plan:
     refused: str | None = None  # why nothing should run
     tried: dict[float, dict[str, float]] = field(default_factory=dict)  # every factor's forecast
 
-    @property
-    def max_reruns(self) -> int:
-        return self.attempts - 1
-
     def describe(self) -> str:
         text = (
             f"rate factor {self.factor:g} (every emulated rate x{self.factor:g}), up to"
@@ -137,6 +134,26 @@ class Plan:
             + ", ".join(f"{n} {p:.0%}" for n, p in self.spoiled.items())
         )
         return text + (f"; REFUSED: {self.refused}" if self.refused else "")
+
+
+def record(stalls: Stalls, plan: Plan, factor: float) -> dict[str, Any]:
+    """What the calibration measured and planned, for meta.json and the summary; `factor` the
+    rate factor relative to the planned rates (the plan's, times the stored one on resume)."""
+    return {
+        "seconds": stalls.seconds,
+        "measured_at_pps": stalls.line_pps,
+        "sends": stalls.sends,
+        "p99_ms": stalls.quantile_ms(0.99),
+        "p999_ms": stalls.quantile_ms(0.999),
+        "worst_ms": max(stalls.late_ms, default=0.0),
+        "stalls_ms": list(stalls.episodes_ms),
+        "factor": factor,
+        "attempts": plan.attempts,
+        "predicted_spoiled": plan.spoiled,
+        "forecast": {str(k): v for k, v in plan.tried.items()},
+        "refused": plan.refused,
+        "text": f"{stalls.describe()}; plan: {plan.describe()}",
+    }
 
 
 def attempts_for(spoiled: Sequence[tuple[float, int]], fail_odds: float = FAIL_ODDS) -> int:

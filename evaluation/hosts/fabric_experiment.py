@@ -471,6 +471,7 @@ def plots(out: Path, setup: FabricSetup) -> None:
 
 
 # -- the command -------------------------------------------------------------------------------
+PROG = "fabric_experiment"
 CALIBRATION_SEED = 1000  # the calibration's runs: a seed no reported run uses
 
 
@@ -491,22 +492,7 @@ def calibrate(bed: FabricBed, seconds: float, cells: int, *, fixed: bool) -> dic
         "fabric", cells, statistics.median(durations), s.ex_setup.lateness_limit_ms()
     )
     p = cal.plan(stalls, [demand], factors=(1.0,) if fixed else cal.FACTORS)
-    return {
-        "seconds": stalls.seconds,
-        "measured_at_pps": s.line_pps,
-        "sends": stalls.sends,
-        "p99_ms": stalls.quantile_ms(0.99),
-        "p999_ms": stalls.quantile_ms(0.999),
-        "worst_ms": max(stalls.late_ms, default=0.0),
-        "stalls_ms": list(stalls.episodes_ms),
-        "attempt_s": demand.attempt_s,
-        "factor": p.factor,
-        "attempts": p.attempts,
-        "predicted_spoiled": p.spoiled,
-        "forecast": {str(k): v for k, v in p.tried.items()},
-        "refused": p.refused,
-        "text": f"{stalls.describe()}; plan: {p.describe()}",
-    }
+    return {**cal.record(stalls, p, p.factor), "attempt_s": demand.attempt_s}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -577,15 +563,10 @@ def main(argv: list[str] | None = None) -> int:
         print(summary(out, setup, meta))
         plots(out, setup)
         return 0
-    if stored is not None:
-        try:
-            note = runs.open_results(
-                out, settings_of(setup, planned), fresh=False, files=RESULT_FILES
-            )
-        except runs.SettingsChanged as e:
-            print(f"fabric_experiment: {e}", file=sys.stderr)
-            return 2
-        print(f"fabric_experiment: {note}", file=sys.stderr)
+    if stored is not None and not runs.open_or_explain(
+        out, settings_of(setup, planned), fresh=False, files=RESULT_FILES, prog=PROG
+    ):
+        return 2
     variants = ex.variants([float(k) for k in args.ks.split(",") if k], ex.parse_gates(args.gates))
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     # a resumed invocation's record goes on; a fresh one starts its own
@@ -613,17 +594,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"calibration: {calibration['text']}", file=sys.stderr)
             meta["calibration"] = calibration
             if calibration["refused"]:
-                print(f"fabric_experiment: {calibration['refused']}", file=sys.stderr)
+                print(f"{PROG}: {calibration['refused']}", file=sys.stderr)
                 (out / "calibration.json").write_text(json.dumps(calibration, indent=2))
                 return 2
             setup = replace(setup, line_pps=planned * calibration["factor"])
             bed.use(setup)
             cells.expect("fabric", len(todo), calibration["predicted_spoiled"]["fabric"])
         if stored is None:
-            note = runs.open_results(
-                out, settings_of(setup, planned), fresh=True, files=RESULT_FILES
+            runs.open_or_explain(
+                out, settings_of(setup, planned), fresh=True, files=RESULT_FILES, prog=PROG
             )
-            print(f"fabric_experiment: {note}", file=sys.stderr)
             (out / "traces").mkdir(exist_ok=True)
         meta["line_pps"] = setup.line_pps
         meta["rate_factor"] = setup.line_pps / planned
@@ -637,31 +617,35 @@ def main(argv: list[str] | None = None) -> int:
                     if not simlog.done(variant=v.name, seed=seed):
                         simlog.append(simulate_row(setup, v, seed))
         lateness = setup.ex_setup.lateness_limit_ms()
-        for v, seed in tqdm(todo, desc="bmv2 fabric runs", file=sys.stderr):
-            assert bed is not None
-            traces: dict[int, dict[str, Any]] = {}
+        try:
+            for v, seed in tqdm(todo, desc="bmv2 fabric runs", file=sys.stderr):
+                assert bed is not None
+                traces: dict[int, dict[str, Any]] = {}
 
-            def attempt(
-                n: int,
-                v: ex.Variant = v,
-                seed: int = seed,
-                traces: dict[int, dict[str, Any]] = traces,
-                bed: FabricBed = bed,
-            ) -> dict[str, Any]:
-                row, traces[n] = run_fabric_collective(
-                    bed, v, seed, f"fab-{v.name}-{seed}-{n}".replace("=", "")
-                )
-                return row
+                def attempt(
+                    n: int,
+                    v: ex.Variant = v,
+                    seed: int = seed,
+                    traces: dict[int, dict[str, Any]] = traces,
+                    bed: FabricBed = bed,
+                ) -> dict[str, Any]:
+                    row, traces[n] = run_fabric_collective(
+                        bed, v, seed, f"fab-{v.name}-{seed}-{n}".replace("=", "")
+                    )
+                    return row
 
-            row = cells.run("fabric", f"{v.name} seed {seed}", attempt, lateness)
-            if row is not None:
-                log.append(row)
-                trace = traces[int(row["reruns"])]
-                (out / "traces" / f"{v.name}-seed{seed}.json").write_text(json.dumps(trace))
-            meta["wall_s"] = float(old.get("wall_s", 0.0)) + time.monotonic() - t_start
+                row = cells.run("fabric", f"{v.name} seed {seed}", attempt, lateness)
+                if row is not None:
+                    log.append(row)
+                    trace = traces[int(row["reruns"])]
+                    (out / "traces" / f"{v.name}-seed{seed}.json").write_text(json.dumps(trace))
+                meta["wall_s"] = float(old.get("wall_s", 0.0)) + time.monotonic() - t_start
+                meta["unresolved"] = cells.unresolved
+                meta["attempts_allowed"] = {e: cells.attempts(e) for e in cells.tally}
+                meta_path.write_text(json.dumps(meta, indent=2))
+        except runs.TooManySpoiled as e:
+            cells.unresolved.append(str(e))
             meta["unresolved"] = cells.unresolved
-            meta["attempts_allowed"] = {e: cells.attempts(e) for e in cells.tally}
-            meta_path.write_text(json.dumps(meta, indent=2))
     meta_path.write_text(json.dumps(meta, indent=2))
     print(summary(out, setup, meta))
     plots(out, setup)

@@ -21,16 +21,17 @@ INJECTOR_PRIORITY = 50  # above the hosts' loop (nic.RT_PRIORITY) and bmv2 (test
 
 _SPIN = """
 import os, sys, time
-cpu, stall, period = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+cpu, prio = int(sys.argv[1]), int(sys.argv[4])
+stall, period = float(sys.argv[2]), float(sys.argv[3])
 os.sched_setaffinity(0, {cpu})
-os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(%d))
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(prio))
 while True:
     t = time.time()
     start = (t // period + 1) * period  # the next period's start, on every core alike
     time.sleep(start - t)
     while time.time() < start + stall:
         pass
-""" % INJECTOR_PRIORITY
+"""
 
 
 @contextmanager
@@ -40,7 +41,15 @@ def injected_stalls(stall_ms: float, period_ms: float) -> Iterator[list[int]]:
         raise ValueError(f"stall {stall_ms} ms must be shorter than its period {period_ms} ms")
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", _SPIN, str(cpu), str(stall_ms / 1e3), str(period_ms / 1e3)]
+            [
+                sys.executable,
+                "-c",
+                _SPIN,
+                str(cpu),
+                str(stall_ms / 1e3),
+                str(period_ms / 1e3),
+                str(INJECTOR_PRIORITY),
+            ]
         )
         for cpu in sorted(os.sched_getaffinity(0))
     ]

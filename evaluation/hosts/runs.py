@@ -217,6 +217,19 @@ def open_results(out: Path, settings: dict[str, Any], *, fresh: bool, files: Ite
     return "starting fresh" + (f": removed {len(existing)} old result file(s)" if existing else "")
 
 
+def open_or_explain(
+    out: Path, settings: dict[str, Any], *, fresh: bool, files: Iterable[str], prog: str
+) -> bool:
+    """`open_results`, its note or its refusal printed as `prog`'s; False when refused."""
+    try:
+        note = open_results(out, settings, fresh=fresh, files=files)
+    except SettingsChanged as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return False
+    print(f"{prog}: {note}", file=sys.stderr)
+    return True
+
+
 def _diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> str:
     out = []
     for k in sorted(set(old) | set(new)):
@@ -228,6 +241,10 @@ def _diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> str:
         elif a != b:
             out.append(f"{prefix}{k}: {a} -> {b}")
     return ", ".join(out)
+
+
+class TooManySpoiled(RuntimeError):
+    """The attempts made so far spoil too often for any budget of attempts per cell."""
 
 
 class Cells:
@@ -253,15 +270,28 @@ class Cells:
         """`experiment` has `cells` cells to run; the calibration forecast `spoiled`."""
         self.plans[experiment] = (cells, spoiled)
 
+    # After this many attempts of an experiment, a measured spoiled fraction that would need
+    # more than calibration.MAX_ATTEMPTS per cell stops the invocation (TooManySpoiled).
+    EVIDENCE = 10
+
+    def spoiled_fraction(self, experiment: str) -> float:
+        """The forecast, moved towards the spoiled fraction of the attempts made so far."""
+        _cells, forecast = self.plans.get(experiment, (1, 0.0))
+        made, spoiled, _done = self.tally.get(experiment, [0, 0, 0])
+        w = self.FORECAST_WEIGHT
+        return (spoiled + w * forecast) / (made + w)
+
+    def needed(self, experiment: str) -> int:
+        """The attempts per cell the rest of `experiment` needs at its spoiled fraction."""
+        cells, _forecast = self.plans.get(experiment, (1, 0.0))
+        done = self.tally.get(experiment, [0, 0, 0])[2]
+        return cal.attempts_for([(self.spoiled_fraction(experiment), max(1, cells - done))])
+
     def attempts(self, experiment: str) -> int:
         """The attempts a cell of `experiment` may take now."""
         if self.max_reruns is not None:
             return 1 + self.max_reruns
-        cells, forecast = self.plans.get(experiment, (1, 0.0))
-        made, spoiled, done = self.tally.get(experiment, [0, 0, 0])
-        w = self.FORECAST_WEIGHT
-        p = (spoiled + w * forecast) / (made + w)
-        return min(cal.MAX_ATTEMPTS, cal.attempts_for([(p, max(1, cells - done))]))
+        return min(cal.MAX_ATTEMPTS, self.needed(experiment))
 
     def run(
         self,
@@ -278,6 +308,19 @@ class Cells:
             self.spoiled.append(
                 {"experiment": experiment, "cell": cell, "attempt": n, "reason": why, **row}
             )
+            if (
+                self.max_reruns is None
+                and tally[0] >= self.EVIDENCE
+                and self.needed(experiment) > cal.MAX_ATTEMPTS
+            ):
+                raise TooManySpoiled(
+                    f"{experiment}: {tally[1]} of {tally[0]} attempts spoiled"
+                    f" ({self.spoiled_fraction(experiment):.0%} with the calibration's forecast),"
+                    f" which would need {self.needed(experiment)} attempts per cell (at most"
+                    f" {cal.MAX_ATTEMPTS}): the machine stalls the hosts more than its"
+                    " calibration saw; stopped early (the valid runs are kept: run the same"
+                    " command again to resume on a quieter machine)"
+                )
 
         def counted(n: int) -> dict:
             tally[0] += 1
