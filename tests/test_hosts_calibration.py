@@ -134,3 +134,12 @@ def test_a_fixed_budget_never_stops_early(tmp_path: Path) -> None:
     for cell in range(20):
         assert cells.run("exp 1", f"cell {cell}", lambda n: row(50.0), LIMIT_MS) is None
     assert len(cells.unresolved) == 20
+
+
+def test_reruns_are_preferred_to_a_much_slower_rate_when_they_cost_less() -> None:
+    # 0.05 per second of 20 ms: x0.32 (limit 22.5 ms) would spoil nothing but run 3 times
+    # longer; at x1 a fifth of the attempts are spoiled and rerun, which costs less
+    d = cal.Demand("exp 1", 100, 5.0, LIMIT_MS)
+    p = cal.plan(stalls([20.0]), [d])
+    assert p.tried[0.32]["exp 1"] == 0.0
+    assert p.factor == 1.0 and 0.2 < p.spoiled["exp 1"] < 0.25

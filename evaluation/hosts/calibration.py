@@ -16,12 +16,13 @@ stalls came from outside (both cores stopped at once for 10-47 ms, about twice a
 loaded alike), and the planned rates were the best ones; a machine whose own load delays the
 loop by a few milliseconds is what a lower rate helps.
 
-`plan` chooses the highest factor (of FACTORS) whose predicted spoiled fraction is at most the
-target for every experiment. If there is none it chooses the factor with the least expected
-wall time, and grows the attempts per cell until every cell is expected to be made valid
-(the odds that any cell stays unresolved at most FAIL_ODDS), or refuses when that would take
-more than `max_attempts`: then nothing is run, and the message says what was measured and what
-would be needed.
+`plan` chooses the factor with the least expected wall time (loop time x attempts made per
+valid run, 1 / (1 - p)), and as many attempts per cell as keep the expected number of cells
+left without a valid attempt under FAIL_ODDS. A spoiled attempt costs its own time once; a lower
+rate costs every run its factor, so where stalls come from outside a lower rate rarely pays
+(here a target of 10 % spoiled would have cost 4 times the wall time). If even the best factor
+needs more than `max_attempts`, the plan refuses: then nothing is run, and the message says what
+was measured and what would be needed.
 """
 
 from __future__ import annotations
@@ -44,7 +45,11 @@ FACTORS = (1.0, 0.8, 0.64, 0.5, 0.4, 0.32, 0.25)
 # runs on a quiet 2-core machine came about twice a minute, so a calibration of a few seconds
 # mostly sees none of them; the attempts per cell never go below MIN_ATTEMPTS for that reason.
 CALIBRATE_S = 20.0
-TARGET_SPOILED = 0.10  # the spoiled fraction of attempts the plan aims below
+# What a calibration that refuses says a machine must do: lose at most this fraction of attempts.
+TARGET_SPOILED = 0.10
+# Factors whose expected wall time is within this fraction of the least are a tie, won by the
+# highest rate (the shortest runs, the least exposed to what the forecast did not see).
+WALL_TIE = 0.05
 FAIL_ODDS = 0.01  # the odds, at most, that some cell has no valid attempt
 MIN_ATTEMPTS = 4  # never fewer than the harness always allowed (1 + 3 reruns)
 MAX_ATTEMPTS = 12
@@ -169,25 +174,24 @@ def plan(
     stalls: Stalls,
     demands: Sequence[Demand],
     *,
-    target: float = TARGET_SPOILED,
     max_attempts: int = MAX_ATTEMPTS,
     factors: Sequence[float] = FACTORS,
 ) -> Plan:
     """The rate factor and attempts per cell for `demands` on a machine that stalls as
-    `stalls` says (the module's docstring)."""
+    `stalls` says (the module's docstring): the factor with the least expected wall time, the
+    highest of those within WALL_TIE of it."""
     tried = {f: {d.name: d.spoiled(stalls, f) for d in demands} for f in factors}
-    ok = [f for f in factors if all(p <= target for p in tried[f].values())]
-    if ok:
-        f = max(ok)
-    else:  # the least expected wall time: loop time x attempts made per valid run
 
-        def wall(f: float) -> float:
-            return sum(
-                d.cells * d.attempt_s / f / max(1e-9, 1.0 - tried[f][d.name]) for d in demands
-            )
+    def wall(f: float) -> float:  # loop time x attempts made per valid run
+        return sum(d.cells * d.attempt_s / f / max(1e-9, 1.0 - tried[f][d.name]) for d in demands)
 
-        f = min(factors, key=wall)
-    a = attempts_for([(tried[f][d.name], d.cells) for d in demands])
+    def attempts(f: float) -> int:
+        return attempts_for([(tried[f][d.name], d.cells) for d in demands])
+
+    feasible = [f for f in factors if attempts(f) <= max_attempts] or list(factors)
+    best = min(wall(f) for f in feasible)
+    f = max(f for f in feasible if wall(f) <= best * (1 + WALL_TIE))
+    a = attempts(f)
     refused = None
     if a > max_attempts:
         worst = max(demands, key=lambda d: tried[f][d.name])
@@ -197,16 +201,16 @@ def plan(
             f" {tried[f][worst.name]:.0%} of its attempts (limit {worst.limit_ms / f:.1f} ms,"
             f" {worst.attempt_s / f:.1f} s per attempt), needing {a} attempts per cell"
             f" (at most {max_attempts}). It would need fewer than"
-            f" {_needed_rate(worst, stalls, f, target):.3g} stalls over"
-            f" {worst.limit_ms / f:.1f} ms per second of run; quiet the machine (no other"
-            " work, or a machine that is not paused by its host) and run again"
+            f" {_needed_rate(worst, f):.3g} stalls over {worst.limit_ms / f:.1f} ms per second"
+            " of run; quiet the machine (no other work, or a machine that is not paused by its"
+            " host) and run again"
         )
     return Plan(f, min(a, max_attempts), tried[f], refused, tried)
 
 
-def _needed_rate(d: Demand, stalls: Stalls, f: float, target: float) -> float:
-    """Stalls per second over the limit that would keep `d` at the target spoiled fraction."""
-    return -math.log(1.0 - target) / (d.attempt_s / f)
+def _needed_rate(d: Demand, f: float) -> float:
+    """Stalls per second over the limit that would keep `d` at TARGET_SPOILED."""
+    return -math.log(1.0 - TARGET_SPOILED) / (d.attempt_s / f)
 
 
 def spoiled_fraction(valid_runs: int, spoiled_attempts: int) -> float:
