@@ -82,55 +82,55 @@ def options_frame() -> Packet:
     return Ether(bytes(pkt))
 
 
-class AckClassTest(SymphonyTest):
-    def ack_class_on(self) -> None:
-        """What the controller writes on a switch with ack_priority = true."""
-        self.write(desired.ack_class_entries())
-
-    def position_behind_data(self, probe: Packet) -> int:
-        """Send BURST data frames into a slowed port, then `probe`; return how many data frames
-        left before it (BURST: it waited behind them all)."""
-        self.backlog_queue(OUT, DATA_RATE_PPS)
-        data = [data_frame(i) for i in range(BURST)]
-        for pkt in data:
-            self.send(pkt, 0)
-        self.send(probe, 0)
-        want = {bytes(p) for p in data}
-        got = [self.receive(OUT, timeout=5) for _ in range(BURST + 1)]
-        testutils.verify_no_other_packets(self)
-        self.assertEqual(got.count(bytes(probe)), 1, "the probe frame left changed or not once")
-        self.assertEqual({g for g in got if g != bytes(probe)}, want, "data frames changed")
-        # bmv2's egress is FIFO inside one queue: the data keeps its order.
-        self.assertEqual([g for g in got if g != bytes(probe)], [bytes(p) for p in data])
-        return got.index(bytes(probe))
+# Each test class derives from SymphonyTest itself (scripts/run_tests.sh counts them so); the
+# shared steps are functions of the test.
+def ack_class_on(t: SymphonyTest) -> None:
+    """What the controller writes on a switch with ack_priority = true (tearDown removes it)."""
+    t.write(desired.ack_class_entries())
 
 
-class AckClassLeavesAheadOfStandingData(AckClassTest):
+def position_behind_data(t: SymphonyTest, probe: Packet) -> int:
+    """Send BURST data frames into a slowed port, then `probe`; return how many data frames
+    left before it (BURST: it waited behind them all)."""
+    t.backlog_queue(OUT, DATA_RATE_PPS)
+    data = [data_frame(i) for i in range(BURST)]
+    for pkt in data:
+        t.send(pkt, 0)
+    t.send(probe, 0)
+    got = [t.receive(OUT, timeout=5) for _ in range(BURST + 1)]
+    testutils.verify_no_other_packets(t)
+    t.assertEqual(got.count(bytes(probe)), 1, "the probe frame left changed, or not once")
+    # Unchanged, and in order: bmv2's egress is FIFO inside one queue.
+    t.assertEqual([g for g in got if g != bytes(probe)], [bytes(p) for p in data])
+    return got.index(bytes(probe))
+
+
+class AckClassLeavesAheadOfStandingData(SymphonyTest):
     """On: an ACK, an ATOMIC ACK and a CNP each overtake a standing data queue."""
 
     def runTest(self) -> None:
-        self.ack_class_on()
+        ack_class_on(self)
         for opcode in sorted(opcodes.ACK_CLASS):
             with self.subTest(opcode=hex(opcode)):
-                pos = self.position_behind_data(class_frame(opcode))
+                pos = position_behind_data(self, class_frame(opcode))
                 self.assertLess(pos, BURST // 2, f"opcode {opcode:#x} waited behind {pos} frames")
 
 
-class AckClassOffWaitsBehindData(AckClassTest):
+class AckClassOffWaitsBehindData(SymphonyTest):
     """Off (no entries, the default): the same frames wait behind all the data, as before."""
 
     def runTest(self) -> None:
         for opcode in sorted(opcodes.ACK_CLASS):
             with self.subTest(opcode=hex(opcode)):
-                self.assertEqual(self.position_behind_data(class_frame(opcode)), BURST)
+                self.assertEqual(position_behind_data(self, class_frame(opcode)), BURST)
 
 
-class OtherTrafficStaysInDataQueue(AckClassTest):
+class OtherTrafficStaysInDataQueue(SymphonyTest):
     """On: everything outside the class keeps data's queue: RoCE data, a READ response, plain UDP
     and TCP whose first payload byte is an ACK opcode, and an ACK behind IPv4 options."""
 
     def runTest(self) -> None:
-        self.ack_class_on()
+        ack_class_on(self)
         probes = {
             "roce data (SEND ONLY)": class_frame(rp.SEND_ONLY, psn=77),
             "roce READ response": class_frame(0x10, psn=78),
@@ -140,16 +140,16 @@ class OtherTrafficStaysInDataQueue(AckClassTest):
         }
         for what, probe in probes.items():
             with self.subTest(what=what):
-                self.assertEqual(self.position_behind_data(probe), BURST, what)
+                self.assertEqual(position_behind_data(self, probe), BURST, what)
 
 
-class AckClassLeavesSymphonyUnchanged(AckClassTest):
+class AckClassLeavesSymphonyUnchanged(SymphonyTest):
     """On, with a job tracked by tag and by its hosts: the class's frames carrying the job's tag
     and coming from its host leave its state, its counters and its flows as the golden model
     says they stay (untouched: not step traffic, SPEC 1), and are never marked."""
 
     def runTest(self) -> None:
-        self.ack_class_on()
+        ack_class_on(self)
         self.install_job(JOB, tag=True, hosts=(rp.ip_to_int(HOST),))
         # Some step progress first, so that there is state to disturb.
         for psn, op in enumerate((rp.WRITE_FIRST, rp.WRITE_MIDDLE, rp.WRITE_MIDDLE)):
@@ -178,7 +178,7 @@ def _switch_pid() -> int:
     return pid
 
 
-class Bmv2ServesTheHigherPriorityFirst(AckClassTest):
+class Bmv2ServesTheHigherPriorityFirst(SymphonyTest):
     """Which priority bmv2 serves first, measured: BMV2_ACK_PRIORITY (1) before data's 0.
 
     bmv2 gives each priority queue its own rate limiter and stamps a frame's send time at
@@ -195,7 +195,7 @@ class Bmv2ServesTheHigherPriorityFirst(AckClassTest):
     FRAMES = 4
 
     def runTest(self) -> None:
-        self.ack_class_on()
+        ack_class_on(self)
         pid = _switch_pid()
         self.backlog_queue(OUT, self.RATE_PPS)
         # A queue's next send time is its last one plus 1 / rate, also across tests: wait that

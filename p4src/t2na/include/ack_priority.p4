@@ -19,10 +19,11 @@ const bit<7> ACK_QID = 1;
 control AckPriority(in bth_h bth, inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     // P4 only chooses the queue: that queue ACK_QID is served strictly before data's queue 0 is
     // the traffic manager's configuration, outside P4Runtime. With Intel's SDE, bf-rt's
-    // tf2.tm.queue.sched_cfg for the port's queue ACK_QID: max_priority above queue 0's (e.g.
-    // 7 against 0; queues of equal priority share by DWRR weight); with stratum_bf, the chassis
-    // config's per-port queue settings (docs/ack_priority.md, "Tofino2"). Without it the queue
-    // still exists (every port has its queues) and shares the port with data by weight.
+    // tf2.tm.queue.sched_cfg for the (pg_id, pg_queue) the port's queue ACK_QID maps to:
+    // min_priority and max_priority above queue 0's (queues of one priority share by DWRR
+    // weight); with stratum, its chassis config's queue settings (docs/ack_priority.md,
+    // "Tofino2"). Left at the SDE's defaults, the two queues have the same priority and share
+    // the port by weight: the class then has a queue of its own, not precedence.
     action to_ack_queue() {
         ig_tm_md.qid = (QueueId_t)ACK_QID;
     }
