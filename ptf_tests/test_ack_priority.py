@@ -23,13 +23,16 @@ import signal
 import time
 from pathlib import Path
 
-from base_test import ROOT, SymphonyTest
+from base_test import ROOT, T_WIN_ALWAYS_US, T_WIN_NEVER_US, SymphonyTest
 from ptf import testutils
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet
 
 from conformance import packets as rp
+from conformance.adapters.bmv2_ptf import Bmv2PtfAdapter
+from conformance.runner import report, run_suite
+from conformance.traces import Trace, generate
 from symphony.model import opcodes
 from symphony.p4names import FLOW_BASE
 from symphony.sizes import BMV2_ACK_PRIORITY
@@ -166,6 +169,44 @@ class AckClassLeavesSymphonyUnchanged(SymphonyTest):
                     self.assertEqual(ecn, 0b10, f"opcode {opcode:#x} was marked")
         self.assertEqual(self.assert_state(JOB), before)
         self.assertEqual(self.register_array(FLOW_BASE), flows)
+
+
+def traces_with_the_class(frames: int, packets: int = 100) -> list[Trace]:
+    """The conformance suite's first traces (seeds from 0, cut to `packets`) that hold frames of
+    the class (its ACKs and CNPs, among the untracked opcodes), until `frames` of them."""
+    out: list[Trace] = []
+    seen = 0
+    seed = 0
+    while seen < frames:
+        trace = generate(seed, packets)
+        n = sum(p.pkt.opcode in opcodes.ACK_CLASS for p in trace.packets)
+        if n:
+            out.append(trace)
+            seen += n
+        seed += 1
+    return out
+
+
+class ConformanceWithAckClassOn(SymphonyTest):
+    """The conformance suite's traces (test_conformance.py's runner and adapter) with the class
+    on, chosen to hold at least 8 ACK and CNP frames among their jobs' traffic: every frame,
+    mark and JobState as the golden model, which knows nothing of queues, says."""
+
+    def runTest(self) -> None:
+        entries = desired.ack_class_entries()
+        # Written outside the test's own bookkeeping: the adapter cleans up between traces.
+        self.sw.write(entries)
+        try:
+            traces = traces_with_the_class(8)
+            adapter = Bmv2PtfAdapter(self, T_WIN_NEVER_US, T_WIN_ALWAYS_US)
+            [result] = run_suite(traces, [adapter])
+            testutils.verify_no_other_packets(self)
+        finally:
+            self.sw.write(list(reversed(entries)), kind="delete")
+        print(f"\n{report([result])}")
+        self.assertEqual(result.mismatches, [], report([result]))
+        self.assertEqual(result.traces, len(traces))
+        self.assertGreater(result.coverage["untracked"], 0)
 
 
 def _switch_pid() -> int:

@@ -133,3 +133,16 @@ def test_tofino2_serves_the_class(tmp_path):
     (tmp_path / "build/bmv2/symphony.p4info.txtpb").write_text(P4INFO_WITH_ACK)
     sw = config.load(path).switch("s1")
     assert (sw.ack_priority, sw.priority_queues) == (True, None)
+
+
+def test_the_conformance_traces_send_acks_and_cnps():
+    """The suite's traces carry the class among their untracked opcodes (so the model and every
+    implementation are checked on them), ptf_tests/test_ack_priority.py replays those with the
+    class on."""
+    from conformance.traces import UNTRACKED, generate
+
+    assert {opcodes.ACK, opcodes.CNP} <= set(UNTRACKED)
+    frames = sum(
+        p.pkt.opcode in opcodes.ACK_CLASS for seed in range(20) for p in generate(seed, 100).packets
+    )
+    assert frames > 0
