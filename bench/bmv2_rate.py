@@ -19,6 +19,7 @@ where bmv2 reads them too), so the "off" rate can be compared with what the send
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import statistics
 import sys
@@ -97,6 +98,18 @@ def measure(
     return got, max(last - start, 1e-9)
 
 
+def switch_cpu_s(env: testbed.Bmv2Env) -> float | None:
+    """CPU seconds bmv2 has used so far (user + system, all threads), from its pid file; None
+    when the switch is not bmv2_env's. Per packet it is steadier than the rate on a loaded
+    machine: other processes take the switch's turns on the cores, not its work."""
+    try:
+        pid = int((env.run_dir / "switch.pid").read_text())
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, ValueError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--packets", type=int, default=20000)
@@ -132,6 +145,7 @@ def main() -> None:
         got, secs = measure(frames, env.host_if(0), env.switch_if(0), args.window)
         print(f"sender alone (no switch in the path): {got / secs:,.0f} pkt/s", flush=True)
     rates: dict[str, list[float]] = {"on": [], "off": []}
+    cpu_us: dict[str, list[float]] = {"on": [], "off": []}  # bmv2 CPU per packet
     for r in range(args.rounds):
         for mode in ("on", "off") if r % 2 == 0 else ("off", "on"):
             for name in [*JOB_REGISTERS.values(), FLOW_BASE]:
@@ -140,7 +154,11 @@ def main() -> None:
                 thrift.counter_reset(name)
             if mode == "on":
                 sw.write(job)
+            cpu0 = switch_cpu_s(env)
             got, secs = measure(frames, env.host_if(0), env.host_if(1), args.window)
+            cpu1 = switch_cpu_s(env)
+            if cpu0 is not None and cpu1 is not None and got:
+                cpu_us[mode].append((cpu1 - cpu0) / got * 1e6)
             if mode == "on":
                 seen = thrift.counter_read(JOB_COUNTERS["packets"], JOB)[1]
                 marks = thrift.counter_read(JOB_COUNTERS["marks"], JOB)[1]
@@ -157,6 +175,13 @@ def main() -> None:
             )
     on, off = statistics.median(rates["on"]), statistics.median(rates["off"])
     print(f"\nmedian rate: Symphony on {on:,.0f} pkt/s, off {off:,.0f} pkt/s")
+    if cpu_us["on"] and cpu_us["off"]:
+        # Every bmv2 thread during the round: the idle P4Runtime and Thrift servers add little.
+        c_on, c_off = statistics.median(cpu_us["on"]), statistics.median(cpu_us["off"])
+        print(
+            f"median bmv2 CPU per packet: on {c_on:.1f} us, off {c_off:.1f} us"
+            f" (off/on = {c_off / c_on:.3f}, the rate ratio if the switch had the cores alone)"
+        )
     print(
         f"ratio on/off = {on / off:.3f}  (command: python bench/bmv2_rate.py "
         f"--packets {args.packets} --rounds {args.rounds} --window {args.window} "

@@ -7,6 +7,11 @@
 : "${SYMPHONY_RUN_DIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/run/bmv2}"
 : "${SYMPHONY_LOG_LEVEL:=warn}"                # bmv2 log level: trace debug info warn error off
 : "${SYMPHONY_SWITCH:=simple_switch_grpc}"
+# Egress priority queues per port (simple_switch --priority-queues): data stays in priority 0,
+# the ACK class (docs/ack_priority.md) uses priority 1 when a switch's config turns it on, and
+# bmv2 drops a frame whose priority is not below this number. The controller's config says it
+# again per switch (priority_queues), since it cannot read it from the switch.
+: "${SYMPHONY_PRIORITY_QUEUES:=2}"
 : "${SYMPHONY_VETH_BASE:=0}"                   # a second switch on one machine: e.g. 20
 : "${SYMPHONY_MTU:=9500}"                      # veth MTU; bmv2's capture ring holds 2 MB / (MTU + ~100)
 : "${SYMPHONY_INTERFACES:=}"                   # "PORT@IFNAME ...": existing interfaces as the

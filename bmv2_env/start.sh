@@ -94,7 +94,7 @@ nohup "$SYMPHONY_SWITCH" "${ifaces[@]}" \
   --thrift-port "$SYMPHONY_THRIFT_PORT" \
   --log-file "$SYMPHONY_RUN_DIR/bmv2" --log-flush --log-level "$SYMPHONY_LOG_LEVEL" \
   --no-p4 \
-  -- --grpc-server-addr "$SYMPHONY_GRPC_ADDR" \
+  -- --grpc-server-addr "$SYMPHONY_GRPC_ADDR" --priority-queues "$SYMPHONY_PRIORITY_QUEUES" \
   >"$logfile" 2>&1 &
 echo $! >"$pidfile"
 

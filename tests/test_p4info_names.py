@@ -123,7 +123,7 @@ def test_ecmp_widths_and_sizes_are_the_python_ones(target: str) -> None:
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_every_generated_entry_encodes_with_the_declared_action_data(target: str) -> None:
-    """Routes, cross-connects, queue ramps, lookup tables and a job's entries (its
+    """Routes, cross-connects, queue ramps, the ACK class, lookup tables and a job's entries (its
     ``set_params`` action data derives from JobParams): each encodes against the P4Info, and
     its action parameters are exactly the ones the P4 action declares."""
     info = _p4info(target)
@@ -147,6 +147,7 @@ def _every_entry(target: str) -> list[TableEntrySpec]:
         thrift_host="127.0.0.1",
         ports=(PortConfig(0, marking, peer=1), PortConfig(1, marking, peer=0)),
         routes=(Route(ipaddress.IPv4Network("10.0.0.0/24"), 0),),
+        ack_priority=True,  # the ACK class's entries too (docs/ack_priority.md)
     )
     prm = JobParams().to_action_params(TICK_NS[target])
     specs = desired.base_entries(sw)
@@ -164,3 +165,19 @@ def test_route_table_size_is_the_python_one(target: str) -> None:
     from symphony.sizes import ROUTE_TABLE_SIZE
 
     assert _declared(_p4info(target), "tables")[p4names.IPV4_LPM].size == ROUTE_TABLE_SIZE
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_ack_class_table_is_keyed_on_the_opcode_and_sized_as_sizes_py_says(target: str) -> None:
+    """The ACK class (docs/ack_priority.md): keyed on the 8-bit BTH opcode, room for
+    sizes.ACK_CLASS_TABLE_SIZE opcodes, and its action takes no data (the queue is the program's
+    constant, the target's own)."""
+    from symphony.model.opcodes import ACK_CLASS
+    from symphony.sizes import ACK_CLASS_TABLE_SIZE
+
+    info = _p4info(target)
+    table = _declared(info, "tables")[p4names.ACK_CLASS]
+    assert [(k.name, k.bitwidth) for k in table.match_fields] == [("opcode", 8)]
+    assert table.match_fields[0].match_type == p4info_pb2.MatchField.EXACT
+    assert table.size == ACK_CLASS_TABLE_SIZE >= len(ACK_CLASS)
+    assert not _declared(info, "actions")[p4names.TO_ACK_QUEUE].params

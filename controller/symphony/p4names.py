@@ -16,6 +16,7 @@ _CLASSIFY = f"{INGRESS}.classify"
 _JOB_STATE = f"{INGRESS}.job_state"
 _THROTTLE = f"{INGRESS}.throttle"
 _QUEUE_MARK = f"{EGRESS}.queue_mark"
+_ACK_PRIORITY = f"{INGRESS}.ack_priority"
 
 # Tables and their actions ------------------------------------------------------------------
 IPV4_LPM = f"{_FORWARD}.ipv4_lpm"
@@ -47,6 +48,11 @@ SET_THRESHOLD = f"{_THROTTLE}.set_threshold"
 QUEUE_THRESHOLD = f"{_QUEUE_MARK}.queue_threshold"
 SET_QUEUE_THRESHOLD = f"{_QUEUE_MARK}.set_threshold"
 
+# The ACK class (docs/ack_priority.md): opcode -> the priority egress queue; filled only on a
+# switch whose config has ack_priority = true (desired.ack_class_entries).
+ACK_CLASS = f"{_ACK_PRIORITY}.ack_class"
+TO_ACK_QUEUE = f"{_ACK_PRIORITY}.to_ack_queue"
+
 TABLES = (
     IPV4_LPM,
     ECMP_MEMBER,
@@ -60,6 +66,7 @@ TABLES = (
     LOG_ALPHA,
     PROB_THRESHOLD,
     QUEUE_THRESHOLD,
+    ACK_CLASS,
 )
 ACTIONS = (
     SET_EGRESS_PORT,
@@ -71,6 +78,7 @@ ACTIONS = (
     SET_LOG_ALPHA,
     SET_THRESHOLD,
     SET_QUEUE_THRESHOLD,
+    TO_ACK_QUEUE,
 )
 
 # Registers and counters ----------------------------------------------------------------------

@@ -34,6 +34,17 @@ ROUTE_TABLE_SIZE = 1024
 # PORT_SLOTS).
 PORT_SLOTS = 512
 
+# The ACK class (docs/ack_priority.md): ack_class entries (p4src/shared/sizes.p4
+# ACK_CLASS_TABLE_SIZE), and the egress queue each target puts the class in, repeating the P4
+# constant (p4src/*/include/ack_priority.p4). bmv2: standard_metadata.priority, which exists only
+# when simple_switch runs with --priority-queues above it (bmv2 drops a frame whose priority is
+# out of range); data keeps priority 0. Tofino2: the queue id; data keeps queue 0.
+ACK_CLASS_TABLE_SIZE = 16
+BMV2_ACK_PRIORITY = 1
+BMV2_PRIORITY_QUEUES_MIN = BMV2_ACK_PRIORITY + 1
+BMV2_PRIORITY_QUEUES_MAX = 8  # standard_metadata.priority has 3 bits
+TOFINO2_ACK_QID = 1
+
 TARGETS = ("bmv2", "tofino2")
 # Ingress timestamp unit per target (docs/design.md "Timestamps"): T_win is written in ticks.
 # bmv2 counts microseconds; p4src/t2na windows run on global_tstamp >> 10 (1.024 us,

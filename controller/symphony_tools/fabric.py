@@ -45,7 +45,14 @@ from symphony.model.ecmp import next_hop
 from symphony.switch.thrift_registers import Bmv2Thrift
 from symphony_tools.daemon_process import ControllerProcess
 from symphony_tools.ports import free_port
-from symphony_tools.testbed import BMV2_JSON, P4INFO, REPO, Bmv2Env, bmv2_missing
+from symphony_tools.testbed import (
+    BMV2_JSON,
+    BMV2_PRIORITY_QUEUES,
+    P4INFO,
+    REPO,
+    Bmv2Env,
+    bmv2_missing,
+)
 
 ROCE_DPORT = 4791  # RoCEv2's UDP destination port
 PREFIX = "sf-"  # every interface and namespace of the fabric (this tool's share of names)
@@ -305,6 +312,8 @@ class Topology:
             out.append(
                 f'\n[[switches]]\nname = "{sw.name}"\naddress = "{sw.grpc_addr}"\n'
                 f'device_id = 0\ntarget = "bmv2"\nthrift_port = {sw.thrift_port}\n'
+                # What the switches run with (Bmv2Env -> bmv2_env/start.sh).
+                f"priority_queues = {BMV2_PRIORITY_QUEUES}\n"
                 f"ports = [{ports}]\n"
             )
         return "".join(out)

@@ -25,6 +25,9 @@ REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / "build/bmv2"
 P4INFO = BUILD / "symphony.p4info.txtpb"
 BMV2_JSON = BUILD / "symphony.json"
+# simple_switch --priority-queues, as bmv2_env/env.sh's SYMPHONY_PRIORITY_QUEUES: data in priority
+# 0, the ACK class in 1 (docs/ack_priority.md); the controller configs written here declare it.
+BMV2_PRIORITY_QUEUES = 2
 
 
 def simple_switch_grpc() -> str | None:
@@ -62,6 +65,7 @@ class Bmv2Env:
     # veth(B+2i)/veth(B+2i+1): the fabric's switches (symphony_tools/fabric.py) make their own.
     interfaces: tuple[str, ...] = ()
     mtu: int = 9500
+    priority_queues: int = BMV2_PRIORITY_QUEUES
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Bmv2Env:
@@ -75,6 +79,7 @@ class Bmv2Env:
             ports=int(env.get("SYMPHONY_PORTS") or d.ports),
             run_dir=Path(env.get("SYMPHONY_RUN_DIR") or d.run_dir),
             mtu=int(env.get("SYMPHONY_MTU") or d.mtu),
+            priority_queues=int(env.get("SYMPHONY_PRIORITY_QUEUES") or d.priority_queues),
         )
 
     @property
@@ -125,6 +130,7 @@ address = "{self.grpc_addr}"
 device_id = {self.device_id}
 target = "bmv2"
 thrift_port = {self.thrift_port}
+priority_queues = {self.priority_queues}
 ports = [{port_list}]
 routes = [{routes}]
 """
@@ -151,6 +157,7 @@ routes = [{routes}]
             # Always set: an exported value must not turn the default switch into another.
             "SYMPHONY_INTERFACES": " ".join(f"{i}@{n}" for i, n in enumerate(self.interfaces)),
             "SYMPHONY_MTU": str(self.mtu),
+            "SYMPHONY_PRIORITY_QUEUES": str(self.priority_queues),
         }
 
 

@@ -37,6 +37,9 @@
 // Probability table domain: d in [0, 16 * 256).
 #define PROB_TABLE_SIZE 4096
 #define QUEUE_TABLE_SIZE 8192
+// The ACK class (include/ack_priority.p4): one entry per BTH opcode the controller sends to the
+// priority queue (model/opcodes.py ACK_CLASS: three today), room for a few more.
+#define ACK_CLASS_TABLE_SIZE 16
 // Per-port frame counters (include/port_counters.p4): one cell per 9-bit port number.
 #define PORT_SLOTS 512
 

@@ -6,6 +6,7 @@
 
 #include "include/symphony_lib.p4"
 #include "include/forward.p4"
+#include "include/ack_priority.p4"
 
 struct ingress_meta_t {
     symphony_ingress_t symphony;
@@ -31,9 +32,12 @@ control SymphonyIngress(inout headers_t hdr,
     Forward() forward;
     SymphonyTracker() symphony;
     PortCountersIn() ports;
+    AckPriority() ack_priority;
 
     apply {
         forward.apply(hdr, meta.ecmp_ports, ig_intr_md, ig_dprsr_md, ig_tm_md);
+        // The egress queue: ACKs and CNPs to theirs when the controller turned the class on.
+        ack_priority.apply(hdr.bth, ig_tm_md);
         symphony.apply(hdr.ipv4, hdr.udp, hdr.bth, meta.symphony, meta.bridge,
                        ig_prsr_md.global_tstamp, ig_prsr_md.parser_err, ig_dprsr_md.drop_ctl);
         ports.apply(ig_intr_md, ig_dprsr_md, ig_tm_md);

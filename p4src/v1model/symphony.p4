@@ -10,6 +10,7 @@
 #include "include/forward.p4"
 #include "include/deparser.p4"
 #include "include/port_counters.p4"
+#include "include/ack_priority.p4"
 
 // v1model's mark_to_drop() sends a packet to port 511.
 const bit<9> DROP_PORT = 511;
@@ -20,9 +21,12 @@ control SymphonyIngress(inout headers_t hdr,
     Forward() forward;
     SymphonyTracker() symphony;
     PortCountersIn() ports;
+    AckPriority() ack_priority;
 
     apply {
         forward.apply(hdr, standard_metadata);
+        // The egress queue: ACKs and CNPs to theirs when the controller turned the class on.
+        ack_priority.apply(hdr.bth, standard_metadata);
         symphony.apply(hdr.ipv4, hdr.udp, hdr.bth, meta,
                        standard_metadata.ingress_global_timestamp,
                        standard_metadata.parser_error == error.NoError

@@ -36,7 +36,17 @@ from symphony.model.params import (
     QueueParams,
     check_overrides,
 )
-from symphony.sizes import NAME_RE, PORT_MAX, QUEUE_DEPTH_LIMIT, ROUTE_TABLE_SIZE, TARGETS
+from symphony.p4names import ACK_CLASS
+from symphony.sizes import (
+    BMV2_ACK_PRIORITY,
+    BMV2_PRIORITY_QUEUES_MAX,
+    BMV2_PRIORITY_QUEUES_MIN,
+    NAME_RE,
+    PORT_MAX,
+    QUEUE_DEPTH_LIMIT,
+    ROUTE_TABLE_SIZE,
+    TARGETS,
+)
 
 
 def load(path: str | Path) -> Config:
@@ -197,6 +207,8 @@ def _switches(
             "thrift_host",
             "ports",
             "routes",
+            "ack_priority",
+            "priority_queues",
         )
         name = sw.name("name")
         if name in seen_names:
@@ -216,6 +228,7 @@ def _switches(
             raise ConfigError(sw.at("target"), f"no [pipelines.{target}] section for {target!r}")
         thrift_port = sw.integer("thrift_port", 9090, lo=1, hi=65535)
         thrift_host = sw.string("thrift_host", split_host_port(address)[0].strip("[]"))
+        ack_priority, priority_queues = _ack_priority(sw, target, pipelines[target])
         ports: list[PortConfig] = []
         port_numbers: set[int] = set()
         for p in sw.array("ports"):
@@ -253,9 +266,66 @@ def _switches(
                 thrift_host=thrift_host,
                 ports=tuple(ports),
                 routes=tuple(routes),
+                ack_priority=ack_priority,
+                priority_queues=priority_queues,
             )
         )
     return tuple(out)
+
+
+def _ack_priority(
+    sw: TableReader, target: str, pipeline: PipelineConfig
+) -> tuple[bool, int | None]:
+    """A switch's `ack_priority` and `priority_queues` (docs/ack_priority.md), refused where the
+    switch could not serve the class: a program without the `ack_class` table, or a bmv2 whose
+    priority queues (as the config declares them) do not include the class's: bmv2 drops a frame
+    whose priority is out of range, so the class would lose every ACK instead of speeding it."""
+    on = sw.boolean("ack_priority", False)
+    queues: int | None = None
+    if target == "bmv2":
+        queues = sw.integer("priority_queues", 1, lo=1, hi=BMV2_PRIORITY_QUEUES_MAX)
+    elif "priority_queues" in sw.raw:
+        raise ConfigError(
+            sw.at("priority_queues"),
+            f"priority_queues is bmv2's (simple_switch --priority-queues); a {target} switch's"
+            " queues are its traffic manager's (docs/ack_priority.md)",
+        )
+    if not on:
+        return False, queues
+    if queues is not None and queues < BMV2_PRIORITY_QUEUES_MIN:
+        raise ConfigError(
+            sw.at("ack_priority"),
+            f"bmv2 serves the ACK class from priority queue {BMV2_ACK_PRIORITY}, which exists"
+            f" only when simple_switch runs with --priority-queues {BMV2_PRIORITY_QUEUES_MIN} or"
+            f" more (it drops frames of a priority it does not have); priority_queues is"
+            f" {queues}: start bmv2 with --priority-queues {BMV2_PRIORITY_QUEUES_MIN}"
+            f" (bmv2_env/start.sh does) and set priority_queues = {BMV2_PRIORITY_QUEUES_MIN}",
+        )
+    if not _declares_table(pipeline.p4info, ACK_CLASS):
+        raise ConfigError(
+            sw.at("ack_priority"),
+            f"the {target} program ({pipeline.p4info}) has no table {ACK_CLASS}: it cannot put"
+            " ACKs in a priority queue; build one that has it (make build, make tofino2) or set"
+            " ack_priority = false",
+        )
+    return True, queues
+
+
+def _declares_table(p4info: Path, table: str) -> bool:
+    """Whether a P4Info file (text or binary protobuf) declares `table`."""
+    from finsy.proto.p4.config.v1 import p4info_pb2
+    from google.protobuf import message, text_format
+
+    data = p4info.read_bytes()
+    info = p4info_pb2.P4Info()
+    try:
+        text_format.Parse(data.decode(), info)
+    except (UnicodeDecodeError, text_format.ParseError):
+        try:
+            info.ParseFromString(data)
+        except message.DecodeError:
+            return False
+    return any(t.preamble.name == table for t in info.tables)
 
 
 def _topology(r: TableReader, switches: tuple[SwitchConfig, ...]) -> topology.Topology | None:

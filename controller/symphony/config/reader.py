@@ -96,6 +96,12 @@ class TableReader:
             raise ConfigError(self.at(key), f"must be in {lo}..{hi}, got {value}")
         return value
 
+    def boolean(self, key: str, default: bool) -> bool:
+        value = self._get(key, default, False)
+        if not isinstance(value, bool):
+            raise ConfigError(self.at(key), f"must be true or false, got {value!r}")
+        return value
+
     def number(self, key: str, default: float, *, lo: float, hi: float) -> float:
         value = self._get(key, default, False)
         if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -45,6 +45,12 @@ class SwitchConfig:
     thrift_host: str
     ports: tuple[PortConfig, ...]
     routes: tuple[Route, ...]
+    # The ACK class (docs/ack_priority.md): RoCEv2 ACKs, ATOMIC ACKs and CNPs to a priority egress
+    # queue. Off by default: Symphony's evidence was measured with ACKs queued behind data.
+    ack_priority: bool = False
+    # bmv2 only: simple_switch's --priority-queues (bmv2_env/start.sh: 2), which the controller
+    # cannot read from the switch; the ACK class needs more than sizes.BMV2_ACK_PRIORITY.
+    priority_queues: int | None = None
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,18 @@ _OP_MASK = 0x1F
 SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_LAST_IMM, SEND_ONLY, SEND_ONLY_IMM = range(6)
 WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_LAST_IMM, WRITE_ONLY, WRITE_ONLY_IMM = range(6, 12)
 READ_REQUEST = 0x0C
-ACK = 0x11
-CNP = 0x81
+ACK = 0x11  # RC ACKNOWLEDGE: ACK or NAK (the AETH's syndrome tells them apart)
+ATOMIC_ACK = 0x12  # RC ATOMIC ACKNOWLEDGE
+CNP = 0x81  # RoCEv2 Congestion Notification Packet
+
+# The ACK class (docs/ack_priority.md): frames that carry no data but hold a sender up while they
+# wait behind data. ACKNOWLEDGE releases the sender's window (and a NAK asks for a retransmit),
+# ATOMIC ACKNOWLEDGE completes an atomic operation (a small response like an ACK, unlike a READ
+# response, which is bulk data and stays with data), a CNP is what DCQCN cuts its rate on. A
+# switch whose config says `ack_priority = true` sends these to a priority egress queue; the
+# controller writes one `ack_class` entry per opcode. None is step traffic (SPEC 1), so Symphony's
+# state and marks are the same with the class on or off.
+ACK_CLASS = frozenset({ACK, ATOMIC_ACK, CNP})
 
 # Step-completing ("LAST") and step-starting ("FIRST") operations.
 LAST_OPS = frozenset(

@@ -15,6 +15,7 @@ from symphony.config.topology import NextHops
 from symphony.jobs.store import Job
 from symphony.model import tables
 from symphony.model.ecmp import bucket_members
+from symphony.model.opcodes import ACK_CLASS
 from symphony.model.tables import TableEntrySpec
 from symphony.sizes import ECMP_GROUP_ID_MAX
 
@@ -74,6 +75,18 @@ def cross_connect(in_port: int, out_port: int) -> TableEntrySpec:
     )
 
 
+def ack_class_entries() -> list[TableEntrySpec]:
+    """The ACK class (docs/ack_priority.md): each of its opcodes (model.opcodes.ACK_CLASS) to the
+    priority egress queue. Only a switch with ack_priority on holds them; without them every
+    frame stays in data's queue."""
+    return [
+        TableEntrySpec(
+            table=n.ACK_CLASS, match={"opcode": opcode}, action=n.TO_ACK_QUEUE, params={}
+        )
+        for opcode in sorted(ACK_CLASS)
+    ]
+
+
 def ecmp_groups(fib: Sequence[NextHops]) -> dict[tuple[int, ...], int]:
     """Member ports -> group id: one group per distinct member set, numbered 1.. in the order of
     the sorted member sets (0 is never a group)."""
@@ -99,7 +112,8 @@ def fib_entries(fib: Sequence[NextHops]) -> list[TableEntrySpec]:
 
 def base_entries(sw: SwitchConfig, fib: Sequence[NextHops] = ()) -> list[TableEntrySpec]:
     """Routes (the switch's explicit ones and ``fib``, those derived from the topology), the
-    non-IPv4 cross-connect, per-port queue marking and the lookup tables."""
+    non-IPv4 cross-connect, per-port queue marking, the ACK class when the switch has it on and
+    the lookup tables."""
     out: list[TableEntrySpec] = []
     for r in sw.routes:
         out.append(route(int(r.prefix.network_address), r.prefix.prefixlen, r.port))
@@ -108,6 +122,8 @@ def base_entries(sw: SwitchConfig, fib: Sequence[NextHops] = ()) -> list[TableEn
         if port.peer is not None:
             out.append(cross_connect(port.port, port.peer))
         out.extend(tables.queue_mark_entries(port.port, port.marking))
+    if sw.ack_priority:
+        out += ack_class_entries()
     out.extend(tables.lut_entries())
     return out
 
