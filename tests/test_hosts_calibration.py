@@ -16,8 +16,8 @@ LIMIT_MS = 7.2  # the two-flow test's limit at 4000 packets/s
 
 
 def stalls(episodes_ms: list[float], seconds: float = 20.0, sends: int = 80_000) -> cal.Stalls:
-    """Stalls of these sizes, one late send each, 1 s apart."""
-    log = [(float(i), e / 1e3) for i, e in enumerate(episodes_ms)]
+    """Stalls of these sizes, one late send each, apart enough to be separate events."""
+    log = [(2 * cal.EPISODE_GAP_S * i, e / 1e3) for i, e in enumerate(episodes_ms)]
     return cal.Stalls.of([log], seconds, sends, 4000.0)
 
 
@@ -70,6 +70,27 @@ def test_stalls_no_rate_tolerates_mean_more_attempts_at_the_quickest_rate() -> N
     q = p.spoiled["exp 1"]
     assert 125 * q**p.attempts <= cal.FAIL_ODDS < 125 * q ** (p.attempts - 1)
     assert p.refused is None
+
+
+def test_the_refusal_takes_the_optimistic_end_of_the_stall_rate() -> None:
+    # two stalls in 20 s: the point estimate (0.1/s) would need more than 12 attempts for 125
+    # cells of 9 s, the lower end of the 95 % interval (0.018/s) does not: no refusal
+    d = cal.Demand("exp 2", 125, 9.0, 11.6)
+    p = cal.plan(stalls([60.0, 60.0]), [d])
+    assert p.refused is None and p.attempts == cal.MAX_ATTEMPTS
+    assert cal.poisson_lower(2, 0.9) == pytest.approx(0.532, abs=1e-3)  # chi2(0.1, 4) / 2
+    assert cal.poisson_lower(2, 0.95) == pytest.approx(0.355, abs=1e-3)  # chi2(0.05, 4) / 2
+    assert cal.poisson_lower(0, 0.9) == 0.0
+
+
+def test_a_refusing_calibration_measures_again_and_decides_on_everything() -> None:
+    rounds = iter([stalls([60.0] * 6, seconds=20.0), stalls([], seconds=20.0)] * 2)
+    d = cal.Demand("exp 2", 20, 9.0, 11.6)
+    measured, p = cal.measure_and_plan(lambda: next(rounds), lambda st: cal.plan(st, [d]))
+    assert measured.seconds == 40.0 and p.refused is None  # the burst diluted by a quiet round
+    bad = iter([stalls([60.0] * 10, seconds=20.0)] * 5)
+    measured, p = cal.measure_and_plan(lambda: next(bad), lambda st: cal.plan(st, [d]))
+    assert measured.seconds == 20.0 * cal.MAX_ROUNDS and p.refused is not None
 
 
 def test_a_machine_that_spoils_most_attempts_is_refused_with_the_figures() -> None:

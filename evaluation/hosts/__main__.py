@@ -374,19 +374,21 @@ def calibrate(
     if args.calibrate_s <= 0:
         return None
     setup = ex.Setup(line_pps=args.line_pps * (factor or 1.0), rt_priority=args.rt_priority)
-    stalls = ex.calibrate(
-        tb,
-        setup,
-        seconds=args.calibrate_s,
-        packets=round(2 * setup.line_pps),
-        seed=CALIBRATION_SEED,
-    )
     if factor is not None:  # measured at the stored rate: forecasts relative to it
         demands = [
             replace(d, attempt_s=d.attempt_s / factor, limit_ms=d.limit_ms / factor)
             for d in demands
         ]
-    p = cal.plan(stalls, demands, factors=(1.0,) if factor is not None else cal.FACTORS)
+    stalls, p = cal.measure_and_plan(
+        lambda: ex.calibrate(
+            tb,
+            setup,
+            seconds=args.calibrate_s,
+            packets=round(2 * setup.line_pps),
+            seed=CALIBRATION_SEED,
+        ),
+        lambda st: cal.plan(st, demands, factors=(1.0,) if factor is not None else cal.FACTORS),
+    )
     return cal.record(stalls, p, (factor or 1.0) * p.factor)
 
 

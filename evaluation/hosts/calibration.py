@@ -28,7 +28,7 @@ was measured and what would be needed.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +36,18 @@ from typing import Any
 # packet gap at the fastest planned rate, 8000 packets/s offered, is 0.125 ms).
 LOG_MIN_MS = 0.5
 # Late sends closer than this (s) belong to one stall: the loop catches up within milliseconds.
+# Stalls also come in bursts (on 2026-12-04 eight over 11 ms within 21 s, then one a minute),
+# which a Poisson forecast over a short window overstates; the refusal's confidence bound and
+# its further rounds (below) are what keeps a burst from stopping an experiment.
 EPISODE_GAP_S = 0.05
+# The refusal takes the stall rate at the lower end of its 95 % confidence interval (Poisson):
+# a calibration of 20 s sees a few events at most, and refusing on an unlucky window would stop
+# an experiment that would have run; the budget of attempts (and runs.Cells, which goes on
+# measuring) works with the point estimate.
+REFUSE_CONFIDENCE = 0.95
+# A calibration that would refuse measures again, up to this many rounds in all, and decides on
+# everything measured: a burst of stalls in the first round is not the machine's rule.
+MAX_ROUNDS = 3
 # The rate factors tried, highest first: the planned rates are the highest the docs measured
 # bmv2 to sustain with headroom (docs/experiments.md), so the plan never goes above them; a
 # quarter of them makes every run 4 times longer, the most an experiment's wall time may grow.
@@ -83,9 +94,21 @@ class Stalls:
                 last_t = t
         return cls(seconds, sends, pps, tuple(sorted(late)), tuple(sorted(episodes)))
 
-    def rate_over(self, limit_ms: float) -> float:
-        """Stalls larger than `limit_ms` per second of run."""
-        return sum(1 for e in self.episodes_ms if e > limit_ms) / self.seconds
+    def rate_over(self, limit_ms: float, *, lower: float | None = None) -> float:
+        """Stalls larger than `limit_ms` per second of run; with `lower` (a confidence), the
+        lower end of that one-sided Poisson confidence interval instead."""
+        n = sum(1 for e in self.episodes_ms if e > limit_ms)
+        return (poisson_lower(n, lower) if lower is not None else n) / self.seconds
+
+    def merged(self, other: Stalls) -> Stalls:
+        """Both measurements as one (the calibration's rounds)."""
+        return Stalls(
+            self.seconds + other.seconds,
+            self.sends + other.sends,
+            self.line_pps,
+            tuple(sorted(self.late_ms + other.late_ms)),
+            tuple(sorted(self.episodes_ms + other.episodes_ms)),
+        )
 
     def quantile_ms(self, q: float) -> float:
         """The q-quantile of every send's lateness (the sends not logged were < LOG_MIN_MS)."""
@@ -119,9 +142,11 @@ class Demand:
     attempt_s: float  # how long one attempt's loop runs at the planned rate
     limit_ms: float  # its lateness limit at the planned rate
 
-    def spoiled(self, stalls: Stalls, factor: float) -> float:
-        """The predicted spoiled fraction of its attempts at `factor` x the planned rate."""
-        return 1.0 - math.exp(-stalls.rate_over(self.limit_ms / factor) * self.attempt_s / factor)
+    def spoiled(self, stalls: Stalls, factor: float, lower: float | None = None) -> float:
+        """The predicted spoiled fraction of its attempts at `factor` x the planned rate (with
+        `lower`, at the lower end of the stall rate's confidence interval)."""
+        rate = stalls.rate_over(self.limit_ms / factor, lower=lower)
+        return 1.0 - math.exp(-rate * self.attempt_s / factor)
 
 
 @dataclass(frozen=True)
@@ -139,6 +164,21 @@ class Plan:
             + ", ".join(f"{n} {p:.0%}" for n, p in self.spoiled.items())
         )
         return text + (f"; REFUSED: {self.refused}" if self.refused else "")
+
+
+def measure_and_plan(
+    measure: Callable[[], Stalls], planner: Callable[[Stalls], Plan]
+) -> tuple[Stalls, Plan]:
+    """One round of `measure`, planned; while the plan refuses, another round (MAX_ROUNDS in
+    all), the plan made on everything measured."""
+    stalls = measure()
+    plan = planner(stalls)
+    for _ in range(MAX_ROUNDS - 1):
+        if plan.refused is None:
+            break
+        stalls = stalls.merged(measure())
+        plan = planner(stalls)
+    return stalls, plan
 
 
 def record(stalls: Stalls, plan: Plan, factor: float) -> dict[str, Any]:
@@ -159,6 +199,26 @@ def record(stalls: Stalls, plan: Plan, factor: float) -> dict[str, Any]:
         "refused": plan.refused,
         "text": f"{stalls.describe()}; plan: {plan.describe()}",
     }
+
+
+def poisson_lower(n: int, confidence: float) -> float:
+    """The lower end of the one-sided `confidence` interval of a Poisson mean, n counted: the
+    mean m at which P(N >= n | m) = 1 - confidence (0 for n = 0)."""
+    if n == 0:
+        return 0.0
+
+    def at_least_n(m: float) -> float:  # P(N >= n) = 1 - sum_{k<n} e^-m m^k / k!
+        term, total = math.exp(-m), 0.0
+        for k in range(n):
+            total += term
+            term *= m / (k + 1)
+        return 1.0 - total
+
+    lo, hi = 0.0, float(n)
+    for _ in range(60):  # bisection: P(N >= n | m) grows with m
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if at_least_n(mid) < 1.0 - confidence else (lo, mid)
+    return lo
 
 
 def attempts_for(spoiled: Sequence[tuple[float, int]], fail_odds: float = FAIL_ODDS) -> int:
@@ -192,15 +252,20 @@ def plan(
     best = min(wall(f) for f in feasible)
     f = max(f for f in feasible if wall(f) <= best * (1 + WALL_TIE))
     a = attempts(f)
+    optimistic = attempts_for(
+        [(d.spoiled(stalls, f, lower=REFUSE_CONFIDENCE), d.cells) for d in demands]
+    )
     refused = None
-    if a > max_attempts:
+    if optimistic > max_attempts:
         worst = max(demands, key=lambda d: tried[f][d.name])
         refused = (
             f"this machine stalls the hosts' loop too often: {stalls.describe()}."
             f" At the best rate (x{f:g} the planned) {worst.name} would lose"
             f" {tried[f][worst.name]:.0%} of its attempts (limit {worst.limit_ms / f:.1f} ms,"
-            f" {worst.attempt_s / f:.1f} s per attempt), needing {a} attempts per cell"
-            f" (at most {max_attempts}). It would need fewer than"
+            f" {worst.attempt_s / f:.1f} s per attempt; at least"
+            f" {worst.spoiled(stalls, f, lower=REFUSE_CONFIDENCE):.0%} with"
+            f" {REFUSE_CONFIDENCE:.0%} confidence), needing {optimistic} or more attempts per"
+            f" cell (at most {max_attempts}). It would need fewer than"
             f" {_needed_rate(worst, f):.3g} stalls over {worst.limit_ms / f:.1f} ms per second"
             " of run; quiet the machine (no other work, or a machine that is not paused by its"
             " host) and run again"

@@ -476,23 +476,29 @@ CALIBRATION_SEED = 1000  # the calibration's runs: a seed no reported run uses
 
 
 def calibrate(bed: FabricBed, seconds: float, cells: int, *, fixed: bool) -> dict[str, Any]:
-    """Measure the machine with baseline collectives at the bed's rate until `seconds` of loop
-    time, and plan (calibration.py; `fixed`: resuming, only this rate is considered)."""
-    logs, loop_s, sends, durations, n = [], 0.0, 0, [], 0
-    while loop_s < seconds:
-        row, _trace = run_fabric_collective(bed, ex.BASELINE, CALIBRATION_SEED, f"calibrate-{n}")
-        logs.append(row["_late"])
-        loop_s += row["_loop_s"]
-        durations.append(row["_loop_s"])
-        sends += row["_sends"]
-        n += 1
-    s = bed.setup
-    stalls = cal.Stalls.of(logs, loop_s, sends, s.line_pps)
-    demand = cal.Demand(
-        "fabric", cells, statistics.median(durations), s.ex_setup.lateness_limit_ms()
+    """Measure the machine with baseline collectives at the bed's rate, `seconds` of loop time
+    a round, and plan (calibration.py; `fixed`: resuming, only this rate is considered)."""
+    durations: list[float] = []
+
+    def measure() -> cal.Stalls:
+        logs, loop_s, sends = [], 0.0, 0
+        while loop_s < seconds:
+            name = f"calibrate-{len(durations)}"
+            row, _trace = run_fabric_collective(bed, ex.BASELINE, CALIBRATION_SEED, name)
+            logs.append(row["_late"])
+            loop_s += row["_loop_s"]
+            durations.append(row["_loop_s"])
+            sends += row["_sends"]
+        return cal.Stalls.of(logs, loop_s, sends, bed.setup.line_pps)
+
+    def demand() -> cal.Demand:
+        limit = bed.setup.ex_setup.lateness_limit_ms()
+        return cal.Demand("fabric", cells, statistics.median(durations), limit)
+
+    stalls, p = cal.measure_and_plan(
+        measure, lambda st: cal.plan(st, [demand()], factors=(1.0,) if fixed else cal.FACTORS)
     )
-    p = cal.plan(stalls, [demand], factors=(1.0,) if fixed else cal.FACTORS)
-    return {**cal.record(stalls, p, p.factor), "attempt_s": demand.attempt_s}
+    return {**cal.record(stalls, p, p.factor), "attempt_s": demand().attempt_s}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
