@@ -143,11 +143,23 @@ def test_cells_stop_the_invocation_when_no_budget_would_do(tmp_path: Path) -> No
     cells = runs.Cells(tmp_path, None)
     cells.expect("exp 1", 100, 0.0)
     made = []
-    with pytest.raises(runs.TooManySpoiled, match=r"exp 1: 10 of 10 attempts spoiled"):
+    with pytest.raises(runs.TooManySpoiled, match=r"exp 1: 30 of 30 attempts spoiled"):
         for cell in range(100):
             cells.run("exp 1", f"cell {cell}", lambda n: made.append(n) or row(50.0), LIMIT_MS)
     assert len(made) == runs.Cells.EVIDENCE
     assert len(runs.read_rows(tmp_path / "spoiled_runs.csv")) == runs.Cells.EVIDENCE
+
+
+def test_a_burst_of_spoiled_attempts_does_not_stop_the_invocation(tmp_path: Path) -> None:
+    """Every other attempt spoiled, a forecast of one in two: more than 10 attempts made and
+    the lower end of the spoiled fraction's interval leaves a budget of 12 enough, so the
+    harness goes on."""
+    cells = runs.Cells(tmp_path, None)
+    cells.expect("exp 1", 100, 0.5)
+    lags = iter([50.0, 1.0] * 15 + [1.0] * 100)
+    for cell in range(20):
+        assert cells.run("exp 1", f"cell {cell}", lambda n: row(next(lags)), LIMIT_MS) is not None
+    assert cal.binomial_lower(15, 30, 0.95) == pytest.approx(0.339, abs=2e-3)
 
 
 def test_a_fixed_budget_never_stops_early(tmp_path: Path) -> None:

@@ -221,6 +221,22 @@ def poisson_lower(n: int, confidence: float) -> float:
     return lo
 
 
+def binomial_lower(k: int, n: int, confidence: float) -> float:
+    """The lower end of the one-sided `confidence` interval (Clopper-Pearson) of a proportion,
+    k of n: the p at which P(K >= k | n, p) = 1 - confidence (0 for k = 0)."""
+    if k == 0:
+        return 0.0
+
+    def at_least_k(p: float) -> float:
+        return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1))
+
+    lo, hi = 0.0, 1.0
+    for _ in range(60):  # bisection: P(K >= k) grows with p
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if at_least_k(mid) < 1.0 - confidence else (lo, mid)
+    return lo
+
+
 def attempts_for(spoiled: Sequence[tuple[float, int]], fail_odds: float = FAIL_ODDS) -> int:
     """The fewest attempts per cell such that the expected number of cells with every attempt
     spoiled, sum(cells x p^attempts), is at most `fail_odds`; spoiled: (p, cells) each."""

@@ -270,9 +270,12 @@ class Cells:
         """`experiment` has `cells` cells to run; the calibration forecast `spoiled`."""
         self.plans[experiment] = (cells, spoiled)
 
-    # After this many attempts of an experiment, a measured spoiled fraction that would need
-    # more than calibration.MAX_ATTEMPTS per cell stops the invocation (TooManySpoiled).
-    EVIDENCE = 10
+    # The invocation stops (TooManySpoiled) when, after at least this many attempts of an
+    # experiment, even the lower end of the spoiled fraction's 95 % confidence interval would
+    # need more than calibration.MAX_ATTEMPTS per cell. Stalls come in bursts: with 10 attempts
+    # and the point estimate, two runs stopped on one burst that spoiled one cell 4 times in a
+    # row, on a machine that passes whole runs.
+    EVIDENCE = 30
 
     def spoiled_fraction(self, experiment: str) -> float:
         """The forecast, moved towards the spoiled fraction of the attempts made so far."""
@@ -281,11 +284,17 @@ class Cells:
         w = self.FORECAST_WEIGHT
         return (spoiled + w * forecast) / (made + w)
 
-    def needed(self, experiment: str) -> int:
-        """The attempts per cell the rest of `experiment` needs at its spoiled fraction."""
+    def needed(self, experiment: str, *, lower: bool = False) -> int:
+        """The attempts per cell the rest of `experiment` needs at its spoiled fraction (with
+        `lower`, at the lower end of the measured fraction's confidence interval)."""
         cells, _forecast = self.plans.get(experiment, (1, 0.0))
-        done = self.tally.get(experiment, [0, 0, 0])[2]
-        return cal.attempts_for([(self.spoiled_fraction(experiment), max(1, cells - done))])
+        made, spoiled, done = self.tally.get(experiment, [0, 0, 0])
+        p = (
+            cal.binomial_lower(spoiled, made, cal.REFUSE_CONFIDENCE)
+            if lower
+            else self.spoiled_fraction(experiment)
+        )
+        return cal.attempts_for([(p, max(1, cells - done))])
 
     def attempts(self, experiment: str) -> int:
         """The attempts a cell of `experiment` may take now."""
@@ -311,12 +320,13 @@ class Cells:
             if (
                 self.max_reruns is None
                 and tally[0] >= self.EVIDENCE
-                and self.needed(experiment) > cal.MAX_ATTEMPTS
+                and self.needed(experiment, lower=True) > cal.MAX_ATTEMPTS
             ):
+                low = cal.binomial_lower(tally[1], tally[0], cal.REFUSE_CONFIDENCE)
                 raise TooManySpoiled(
-                    f"{experiment}: {tally[1]} of {tally[0]} attempts spoiled"
-                    f" ({self.spoiled_fraction(experiment):.0%} with the calibration's forecast),"
-                    f" which would need {self.needed(experiment)} attempts per cell (at most"
+                    f"{experiment}: {tally[1]} of {tally[0]} attempts spoiled (at least"
+                    f" {low:.0%} with {cal.REFUSE_CONFIDENCE:.0%} confidence), which would need"
+                    f" {self.needed(experiment, lower=True)} or more attempts per cell (at most"
                     f" {cal.MAX_ATTEMPTS}): the machine stalls the hosts more than its"
                     " calibration saw; stopped early (the valid runs are kept: run the same"
                     " command again to resume on a quieter machine)"
