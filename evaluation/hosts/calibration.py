@@ -36,7 +36,7 @@ from typing import Any
 # packet gap at the fastest planned rate, 8000 packets/s offered, is 0.125 ms).
 LOG_MIN_MS = 0.5
 # Late sends closer than this (s) belong to one stall: the loop catches up within milliseconds.
-# Stalls also come in bursts (on 2026-12-04 eight over 11 ms within 21 s, then one a minute),
+# Stalls also come in bursts (on 2026-12-04 nine over 11 ms within 21 s, then one a minute),
 # which a Poisson forecast over a short window overstates; the refusal's confidence bound and
 # its further rounds (below) are what keeps a burst from stopping an experiment.
 EPISODE_GAP_S = 0.05
