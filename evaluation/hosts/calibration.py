@@ -166,6 +166,18 @@ class Plan:
         return text + (f"; REFUSED: {self.refused}" if self.refused else "")
 
 
+def measure(run: Callable[[int], dict[str, Any]], seconds: float, line_pps: float) -> Stalls:
+    """Stalls over runs `run(n)` (n = 0, 1, ...) until `seconds` of loop time were measured;
+    each row carries the run's late sends, loop time and sends (`_late`, `_loop_s`, `_sends`)."""
+    logs, loop_s, sends = [], 0.0, 0
+    while loop_s < seconds:
+        row = run(len(logs))
+        logs.append(row["_late"])
+        loop_s += row["_loop_s"]
+        sends += row["_sends"]
+    return Stalls.of(logs, loop_s, sends, line_pps)
+
+
 def measure_and_plan(
     measure: Callable[[], Stalls], planner: Callable[[Stalls], Plan]
 ) -> tuple[Stalls, Plan]:

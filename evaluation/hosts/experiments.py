@@ -17,6 +17,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from evaluation.hosts import calibration as cal
 from evaluation.hosts.calibration import Stalls
 from evaluation.hosts.dcqcn import DcqcnConfig, Scaled
 from evaluation.hosts.losses import Losses, Snapshot
@@ -260,16 +261,13 @@ def ring_attempt_s(chunk: int, line_pps: float, slowdown: float, nodes: int = 4)
 def calibrate(tb: Testbed, setup: Setup, *, seconds: float, packets: int, seed: int) -> Stalls:
     """The calibration (calibration.py): baseline two-flow runs at `setup`'s rate, both flows
     from the start, until `seconds` of loop time were measured; every late send logged."""
-    logs, loop_s, sends, n = [], 0.0, 0, 0
-    while loop_s < seconds:
-        row = run_pair(
+    return cal.measure(
+        lambda n: run_pair(
             tb, setup, BASELINE, offset=0.0, packets=packets, seed=seed, name=f"calibrate-{n}"
-        )
-        logs.append(row["_late"])
-        loop_s += row["_loop_s"]
-        sends += row["_sends"]
-        n += 1
-    return Stalls.of(logs, loop_s, sends, setup.line_pps)
+        ),
+        seconds,
+        setup.line_pps,
+    )
 
 
 # -- Experiment 2: Ring-AllReduce of 4 hosts ------------------------------------------------

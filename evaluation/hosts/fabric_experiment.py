@@ -480,16 +480,15 @@ def calibrate(bed: FabricBed, seconds: float, cells: int, *, fixed: bool) -> dic
     a round, and plan (calibration.py; `fixed`: resuming, only this rate is considered)."""
     durations: list[float] = []
 
+    def run(n: int) -> dict[str, Any]:
+        row, _trace = run_fabric_collective(
+            bed, ex.BASELINE, CALIBRATION_SEED, f"calibrate-{len(durations)}"
+        )
+        durations.append(row["_loop_s"])
+        return row
+
     def measure() -> cal.Stalls:
-        logs, loop_s, sends = [], 0.0, 0
-        while loop_s < seconds:
-            name = f"calibrate-{len(durations)}"
-            row, _trace = run_fabric_collective(bed, ex.BASELINE, CALIBRATION_SEED, name)
-            logs.append(row["_late"])
-            loop_s += row["_loop_s"]
-            durations.append(row["_loop_s"])
-            sends += row["_sends"]
-        return cal.Stalls.of(logs, loop_s, sends, bed.setup.line_pps)
+        return cal.measure(run, seconds, bed.setup.line_pps)
 
     def demand() -> cal.Demand:
         limit = bed.setup.ex_setup.lateness_limit_ms()

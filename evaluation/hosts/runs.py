@@ -273,8 +273,8 @@ class Cells:
     # The invocation stops (TooManySpoiled) when, after at least this many attempts of an
     # experiment, even the lower end of the spoiled fraction's 95 % confidence interval would
     # need more than calibration.MAX_ATTEMPTS per cell. Stalls come in bursts: with 10 attempts
-    # and the point estimate, two runs stopped on one burst that spoiled one cell 4 times in a
-    # row, on a machine that passes whole runs.
+    # and the point estimate, two runs stopped on bursts (6 of their first 10 attempts spoiled)
+    # on a machine that passes whole runs.
     EVIDENCE = 30
 
     def spoiled_fraction(self, experiment: str) -> float:
