@@ -52,7 +52,7 @@ def cases() -> list[Run]:
         replace(_Q, topology="2d", ecmp="ns3", splits=2, active_chunks=2, passes=2),
         (0,),
     )
-    for p in ("astra-config", "hpcc-run-dcqcn", "bmv2-hosts"):
+    for p in ("astra-config", "hpcc-run-dcqcn", "dcqcn-paper"):
         runs += [
             Run(f"profile-{p}", m, "", replace(_Q, dcqcn=p, mode=m), 0)
             for m in ("baseline", "symphony")

@@ -46,7 +46,7 @@ def rows(res: FabricResult, f: int = 0, ev: int | None = None) -> np.ndarray:
 
 
 def test_profiles_are_declared_once_and_resolve_by_name() -> None:
-    assert set(PROFILES) >= {"hpcc-config", "astra-config", "hpcc-run-dcqcn", "bmv2-hosts"}
+    assert set(PROFILES) >= {"hpcc-config", "astra-config", "hpcc-run-dcqcn", "dcqcn-paper"}
     assert FabricConfig().cc is PROFILES["hpcc-config"]
     assert replace(SMALL, dcqcn="hpcc-run-dcqcn").cc.t_inc_us == 300.0
     with pytest.raises(ValueError):

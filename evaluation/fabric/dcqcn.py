@@ -1,7 +1,8 @@
-"""The RDMA NIC's congestion-control profiles: one `Dcqcn` declaration, named profiles.
-
-The fabric kernel runs the rules of HPCC's ns-3 `rdma-hw.cc` in CC_MODE 1 (its "Mellanox"
-DCQCN, identical in astra-sim/astra-network-ns3); a profile supplies their constants. Sources
+"""The RDMA NIC's congestion-control profiles: one `Dcqcn` declaration, named profiles, which
+both instruments run by name (the fabric simulator's `--dcqcn`/`--profile`, the bmv2 hosts'
+`--profile`). The rules are `evaluation/nic/reaction_point.py`'s: HPCC's ns-3 `rdma-hw.cc` in
+CC_MODE 1 (its "Mellanox" DCQCN, identical in astra-sim/astra-network-ns3), or the DCQCN
+paper's (`rules`); a profile supplies their constants. Sources
 (alibaba-edu/High-Precision-Congestion-Control, astra-sim/astra-network-ns3):
 
 - `hpcc-config`: HPCC's `mix/config.txt` (and `simulation/mix/config.txt`), CC_MODE set to 1
@@ -12,9 +13,10 @@ DCQCN, identical in astra-sim/astra-network-ns3); a profile supplies their const
 - `hpcc-run-dcqcn`: HPCC's `run.py --cc dcqcn` at bw = 10 (AI = 5 * bw / 25 Mb/s,
   HAI = 50 * bw / 25 Mb/s), what HPCC's own scripts generate for DCQCN; the fabric's first
   version ran these values.
-- `bmv2-hosts`: the emulated hosts' constants (`evaluation/hosts/dcqcn.py` DcqcnConfig, the
-  DCQCN paper's), run under the same Mellanox rules; what those rules cannot express is a
-  named field (`cnp_interval_us`, `byte_counter_bytes`).
+- `dcqcn-paper`: the DCQCN paper's NIC (Zhu et al., SIGCOMM 2015): its rules (a cut per CNP, a
+  byte counter beside the timer), its parameter table (g, K = T = 55 us, B = 10 MB, F = 5,
+  R_AI = 40 Mb/s, N = 50 us), rate only (no window); the values the paper leaves open are ours
+  (R_HAI = 10 x R_AI, a 10 Mb/s floor). The emulated hosts' NIC until issue 44.
 
 Values not in any config file are rdma-hw.cc's attribute defaults (RateOnFirstCnp 1.0,
 "NACK Generation Interval" 500 us). docs/evaluation.md has the table with each source.
@@ -25,9 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from evaluation.hosts.dcqcn import DcqcnConfig
-
 AckQueue = Literal["data", "control"]
+Rules = Literal["mellanox", "dcqcn-paper"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class Dcqcn:
     """One NIC profile. Rates in Gb/s, times in us, sizes in bytes."""
 
     name: str = "custom"
+    rules: Rules = "mellanox"  # evaluation/nic/reaction_point.py
     g: float = 1 / 256  # EWMA_GAIN
     t_alpha_us: float = 1.0  # ALPHA_RESUME_INTERVAL: period of UpdateAlphaMlx
     t_dec_us: float = 4.0  # RATE_DECREASE_INTERVAL: period of CheckRateDecreaseMlx
@@ -60,9 +62,10 @@ class Dcqcn:
     # Not HPCC (0 there: every ACK of a CE packet carries the CNP flag): the notification
     # point sends at most one CNP flag per flow per interval.
     cnp_interval_us: float = 0.0
-    # Not simulated by the fabric kernel (HPCC's Mellanox model has no byte counter); kept
-    # so that the bmv2 hosts' profile names what it differs in.
+    # dcqcn-paper only: an increase event per this many bytes sent (0: none; HPCC's Mellanox
+    # model has no byte counter), and alpha's value before the first CNP (HPCC: 1 at it)
     byte_counter_bytes: int = 0
+    alpha_init: float = 1.0
 
 
 HPCC_CONFIG = Dcqcn(name="hpcc-config")
@@ -79,29 +82,24 @@ HPCC_RUN_DCQCN = Dcqcn(
 )
 
 
-def _bmv2(c: DcqcnConfig) -> Dcqcn:
-    return Dcqcn(
-        name="bmv2-hosts",
-        g=c.g,
-        t_alpha_us=c.alpha_timer_us,
-        # the bmv2 RP cuts on each CNP, and its NP sends at most one per cnp_interval: a
-        # decrease check of that period gives the same cut cadence
-        t_dec_us=c.cnp_interval_us,
-        t_inc_us=c.increase_timer_us,
-        fast_recovery=c.fast_recovery,
-        ai_gbps=c.r_ai_mbps / 1000,
-        hai_gbps=c.r_hai_mbps / 1000,
-        min_gbps=c.min_rate_mbps / 1000,
-        has_win=False,
-        var_win=False,
-        cnp_interval_us=c.cnp_interval_us,
-        byte_counter_bytes=c.byte_counter,
-    )
-
-
-BMV2_HOSTS = _bmv2(DcqcnConfig())
+DCQCN_PAPER = Dcqcn(
+    name="dcqcn-paper",
+    rules="dcqcn-paper",
+    g=1 / 256,
+    t_alpha_us=55.0,  # K
+    t_dec_us=50.0,  # unused by these rules: every CNP cuts
+    t_inc_us=55.0,  # T
+    fast_recovery=5,  # F
+    ai_gbps=0.040,
+    hai_gbps=0.400,  # ours: 10 x R_AI
+    min_gbps=0.010,  # ours: 0.1 % of 10 Gb/s
+    has_win=False,
+    var_win=False,
+    cnp_interval_us=50.0,  # N: at most one CNP per QP per 50 us (the notification point)
+    byte_counter_bytes=10 * 1024 * 1024,  # B
+)
 PROFILES: dict[str, Dcqcn] = {
-    p.name: p for p in (HPCC_CONFIG, ASTRA_CONFIG, HPCC_RUN_DCQCN, BMV2_HOSTS)
+    p.name: p for p in (HPCC_CONFIG, ASTRA_CONFIG, HPCC_RUN_DCQCN, DCQCN_PAPER)
 }
 # The paper ran "the RDMA configuration of HPCC" on Astra-Sim's ns-3 backend: the DCQCN block
 # of HPCC's config file (which Astra-Sim's copies); docs/evaluation.md gives the reasoning.

@@ -29,6 +29,8 @@ from evaluation.fabric.kernel_io import Background, Flows, Limits, Nic, Outputs,
 from evaluation.fabric.kernel_state import (
     FL_ALPHA_FLAG,
     FL_ALPHA_NEXT,
+    FL_BC_BYTES,
+    FL_BC_EVENTS,
     FL_CLS,
     FL_DEC_FLAG,
     FL_DEC_NEXT,
@@ -111,8 +113,11 @@ S_PAUSES, S_MAX_SW_USED, S_HDRM_MAX, S_PAUSED_PS = 22, 23, 24, 25
 S_ACKS, S_CTRL_DONE, S_CTRL_DROPPED, S_CTRL_LEFT, S_CUTS, S_FIELDS = 28, 29, 30, 31, 32, 36
 S_TRACE_N = 33  # rows written to cc_trace
 # cc_trace rows: time ps, flow, event, rc, rt, alpha, stage, most packets in flight since the
-# flow's previous row; events (TR_DONE: the QP completed, or the run ended):
-TR_FIRST_CNP, TR_CUT, TR_INC, TR_CNP, TR_DONE = 1, 2, 3, 4, 5
+# flow's previous row; events (TR_DONE: the QP completed, or the run ended). With Nic.trace_io
+# also TR_SEND (a data frame left the NIC: its PSN index instead of the stage, the window's
+# in-flight packets last) and TR_ACK (an ACK or NACK reached the sender: its sequence number,
+# then 1 for a CNP flag + 2 for a NACK). The codes are evaluation/nic/reaction_point.py's.
+TR_FIRST_CNP, TR_CUT, TR_INC, TR_CNP, TR_DONE, TR_SEND, TR_ACK = 1, 2, 3, 4, 5, 6, 7
 ERR_POOL, ERR_HEAP, ERR_TIMEOUT, ERR_STUCK = 1, 2, 4, 8
 
 WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY = 6, 7, 8, 10
@@ -200,6 +205,42 @@ def _alpha_ticks(fl, fr, f, now, t_alpha, g):
 
 
 @njit(cache=True, _nrt=False)
+def _trace_io(tr, stats, now, f, code, fl, fr, a, b):
+    n = stats[S_TRACE_N]
+    if n < tr.shape[0]:
+        tr[n, 0] = now
+        tr[n, 1] = f
+        tr[n, 2] = code
+        tr[n, 3] = fr[f, FR_RC]
+        tr[n, 4] = fr[f, FR_RT]
+        tr[n, 5] = fr[f, FR_ALPHA]
+        tr[n, 6] = a
+        tr[n, 7] = b
+        stats[S_TRACE_N] = n + 1
+
+
+@njit(cache=True, _nrt=False)
+def _paper_increase(fl, fr, f, line_gbps, fast_recovery, ai, hai):
+    """An increase event of the DCQCN paper's rules (reaction_point._paper_increase): False at
+    line rate (nothing to increase: the caller stops the timer)."""
+    if fr[f, FR_RC] >= line_gbps and fr[f, FR_RT] >= line_gbps:
+        return False
+    te = fl[f, FL_STAGE]
+    be = fl[f, FL_BC_EVENTS]
+    lo = min(te, be)
+    hi = max(te, be)
+    if hi < fast_recovery:
+        pass  # fast recovery: rc halfway to rt
+    elif lo > fast_recovery:
+        fr[f, FR_RT] += (lo - fast_recovery) * hai
+    else:
+        fr[f, FR_RT] += ai
+    fr[f, FR_RT] = min(fr[f, FR_RT], line_gbps)
+    fr[f, FR_RC] = min(line_gbps, (fr[f, FR_RT] + fr[f, FR_RC]) / 2.0)
+    return True
+
+
+@njit(cache=True, _nrt=False)
 def _trace(tr, stats, now, f, code, fl, fr):
     n = stats[S_TRACE_N]
     if n < tr.shape[0]:
@@ -246,6 +287,7 @@ def run(
     clamp_tgt, rate_first_cnp, var_win = nic.clamp_tgt, nic.rate_first_cnp, nic.var_win
     ack_bytes, ack_ctrl, ack_hi_nic = nic.ack_bytes, nic.ack_ctrl, nic.ack_hi_nic
     nack_ps, cnp_int_ps, rto_ps = nic.nack_ps, nic.cnp_int_ps, nic.rto_ps
+    paper, byte_counter, trace_io = nic.paper, nic.byte_counter, nic.trace_io
     bg_port, bg_t0, bg_t1, bg_gap = bg.port, bg.t0, bg.t1, bg.gap
     sample_ps, max_samples, max_ps = lim.sample_ps, lim.max_samples, lim.max_ps
     pool_size = lim.pool_size
@@ -274,6 +316,8 @@ def run(
     forced_ce = f_ce_psn.shape[1] > 0
     for f in range(nf):
         left[fl[f, FL_JOB]] += 1
+        if paper:
+            fl[f, FL_ALPHA_NEXT] = t_alpha  # the paper's alpha timer runs from the QP's creation
     jobs_left = 0
     for j in range(1, n_jobs + 1):
         if left[j] > 0:
@@ -313,6 +357,10 @@ def run(
                     cnp = pkt[pku, PK_CE]
                     free[nfree] = pk
                     nfree += 1
+                    if tracing and trace_io:
+                        _trace_io(
+                            cc_trace, stats, now, f, TR_ACK, fl, fr, seq, cnp + 2 * (kind - 1)
+                        )
                     if fl[f, FL_QP_DONE]:
                         continue  # the QP is gone (GetQp fails)
                     if seq > fl[f, FL_SND_UNA]:
@@ -324,7 +372,24 @@ def run(
                         continue
                     if kind == KIND_NACK:
                         fl[f, FL_SND_NEXT] = fl[f, FL_SND_UNA]  # RecoverQueue: go-back-N
-                    if cnp:
+                    if cnp and paper:
+                        # the DCQCN paper: every CNP cuts at once and restarts the timers
+                        _alpha_ticks(fl, fr, f, now, t_alpha, g)
+                        fr[f, FR_RT] = fr[f, FR_RC]
+                        fr[f, FR_RC] = max(min_rate, fr[f, FR_RC] * (1.0 - fr[f, FR_ALPHA] / 2.0))
+                        fr[f, FR_ALPHA] = (1.0 - g) * fr[f, FR_ALPHA] + g
+                        fl[f, FL_STAGE] = 0
+                        fl[f, FL_BC_EVENTS] = 0
+                        fl[f, FL_BC_BYTES] = 0
+                        fl[f, FL_ALPHA_NEXT] = now + t_alpha
+                        stats[S_CUTS] += 1
+                        if tracing:
+                            _trace(cc_trace, stats, now, f, TR_CUT, fl, fr)
+                        fl[f, FL_NEXT_INC] = now + t_inc
+                        if fl[f, FL_RPT_EVT] < 0:  # else the pending, earlier event moves here
+                            fl[f, FL_RPT_EVT] = fl[f, FL_NEXT_INC]
+                            eq.push(q, fl[f, FL_NEXT_INC], EV_RPT | (f << 4))
+                    elif cnp:
                         # cnp_received_mlx
                         _alpha_ticks(fl, fr, f, now, t_alpha, g)
                         fl[f, FL_ALPHA_FLAG] = 1
@@ -697,6 +762,18 @@ def run(
             if fl[f, FL_SND_NEXT] - fl[f, FL_SND_UNA] > fl[f, FL_FLY_MAX]:
                 fl[f, FL_FLY_MAX] = fl[f, FL_SND_NEXT] - fl[f, FL_SND_UNA]
             stats[S_SENT] += 1
+            if tracing and trace_io:
+                _trace_io(
+                    cc_trace,
+                    stats,
+                    now,
+                    f,
+                    TR_SEND,
+                    fl,
+                    fr,
+                    fl[f, FL_SND_NEXT] - 1,
+                    fl[f, FL_SND_NEXT] - fl[f, FL_SND_UNA],
+                )
             pt[h, PT_BUSY] = now + pt[h, PT_SER]
             _send(q, pkt0, pk, f, pt[h, PT_BUSY] + prop_ps)
             if pt[h, PT_RQ_LEN] + pt[h, PT_A_LEN] > 0:
@@ -705,6 +782,17 @@ def run(
             # pacing (UpdateNextAvail, RATE_BOUND 1): the next packet at the current rate
             gap = np.int64(mtu_bits / fr[f, FR_RC] * 1000.0)
             fl[f, FL_NEXT_AVAIL] = now + gap
+            if byte_counter > 0:
+                # the paper's byte counter (after the gap: the rate this frame left at paces it)
+                fl[f, FL_BC_BYTES] += mtu
+                if fl[f, FL_BC_BYTES] >= byte_counter:
+                    fl[f, FL_BC_BYTES] -= byte_counter
+                    fl[f, FL_BC_EVENTS] += 1
+                    if _paper_increase(fl, fr, f, line_gbps, fast_recovery, ai, hai):
+                        if tracing:
+                            _trace(cc_trace, stats, now, f, TR_INC, fl, fr)
+                    else:
+                        fl[f, FL_NEXT_INC] = -1  # at line rate: the timer stops (its event too)
             if fl[f, FL_SND_NEXT] < fl[f, FL_NPK]:
                 eq.push(q, now + gap, EV_QP_READY | (f << 4))
             else:
@@ -742,11 +830,22 @@ def run(
             # RateIncEventTimerMlx: free-running once started; a cut moved it to next_inc
             f = x
             fl[f, FL_RPT_EVT] = -1
-            if fl[f, FL_QP_DONE]:
+            if fl[f, FL_QP_DONE] or fl[f, FL_NEXT_INC] < 0:
                 continue
             if now != fl[f, FL_NEXT_INC]:
                 fl[f, FL_RPT_EVT] = fl[f, FL_NEXT_INC]
                 eq.push(q, fl[f, FL_NEXT_INC], EV_RPT | (f << 4))
+                continue
+            if paper:
+                fl[f, FL_STAGE] += 1  # the timer's events since the cut
+                if _paper_increase(fl, fr, f, line_gbps, fast_recovery, ai, hai):
+                    fl[f, FL_NEXT_INC] = now + t_inc
+                    fl[f, FL_RPT_EVT] = fl[f, FL_NEXT_INC]
+                    eq.push(q, fl[f, FL_NEXT_INC], EV_RPT | (f << 4))
+                    if tracing:
+                        _trace(cc_trace, stats, now, f, TR_INC, fl, fr)
+                else:
+                    fl[f, FL_NEXT_INC] = -1  # at line rate: stopped until the next cut
                 continue
             fl[f, FL_NEXT_INC] = now + t_inc
             fl[f, FL_RPT_EVT] = fl[f, FL_NEXT_INC]

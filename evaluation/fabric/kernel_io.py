@@ -66,7 +66,8 @@ class Symphony(NamedTuple):
 
 
 class Nic(NamedTuple):
-    """HPCC's rdma-hw.cc CC_MODE 1 (Mellanox DCQCN) and the ACK path."""
+    """The NIC (evaluation/nic/reaction_point.py's rules: HPCC's rdma-hw.cc CC_MODE 1, Mellanox
+    DCQCN, or the DCQCN paper's with `paper`) and the ACK path."""
 
     line_gbps: float
     mtu: int
@@ -87,6 +88,10 @@ class Nic(NamedTuple):
     nack_ps: int
     cnp_int_ps: int
     rto_ps: int  # 0: no retransmission timer
+    paper: bool  # the DCQCN paper's rules: a cut per CNP, the byte counter
+    byte_counter: int  # bytes per byte-counter event (paper rules; 0: none)
+    alpha_init: float
+    trace_io: bool  # cc_trace also gets every data frame sent and every ACK/NACK received
 
 
 class Background(NamedTuple):

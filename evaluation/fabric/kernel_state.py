@@ -67,6 +67,8 @@ FLOW_COLUMNS: dict[str, int | None] = {
     "dec_flag": 0,  # m_decrease_cnp_arrived
     "dec_next": -1,  # the CheckRateDecreaseMlx grid
     "dec_pending": 0,
+    "bc_events": 0,  # dcqcn-paper: byte-counter events since the cut
+    "bc_bytes": 0,  # dcqcn-paper: bytes sent since the last byte-counter event
 }
 WIDTH = {"path": MAX_HOPS, "rpath": MAX_HOPS}
 FL_PLEN, FL_NPK, FL_JOB, FL_STEP, FL_CLS, FL_SLOT_ROW, FL_SIG, FL_PSN0 = range(8)
@@ -95,6 +97,7 @@ FL_RPLEN, FL_WAIT = 22, 23
     FL_RPT_EVT,
 ) = range(32, 40)
 FL_ALPHA_NEXT, FL_ALPHA_FLAG, FL_DEC_FLAG, FL_DEC_NEXT, FL_DEC_PENDING = range(40, 45)
+FL_BC_EVENTS, FL_BC_BYTES = 45, 46
 FL_COLUMNS = 48  # whole cache lines
 
 
@@ -200,10 +203,10 @@ def port_rows(topo: Topology, nic: Nic) -> np.ndarray:
 
 
 def flow_rates(nf: int, nic: Nic) -> np.ndarray:
-    """`State.fr`: per flow m_rate and m_targetRate at line rate, alpha 1."""
+    """`State.fr`: per flow m_rate and m_targetRate at line rate, alpha its initial value."""
     rates = np.empty((nf, 3), dtype=np.float64)
     rates[:, FR_RC] = rates[:, FR_RT] = nic.line_gbps
-    rates[:, FR_ALPHA] = 1.0
+    rates[:, FR_ALPHA] = nic.alpha_init
     return rates
 
 

@@ -171,11 +171,14 @@ def simulate(
     ce_psn: dict[int, list[int]] | None = None,
     cc_trace_rows: int = 0,
     kernel: KernelCall = run_kernel,
+    trace_io: bool = False,
 ) -> FabricResult:
     """One run. `flows` replaces the ring workload by independent flows
     (`topology.custom_workload`). For tests: `ce_psn` {flow: PSN indices} are CE-marked by
     the sender's NIC; `cc_trace_rows` > 0 records the senders' DCQCN events
-    (`FabricResult.cc_trace`, columns as `kernel.TR_*` say). `kernel` runs the event loop
+    (`FabricResult.cc_trace`, columns as `kernel.TR_*` say), with `trace_io` also every data
+    frame its NIC sends and every ACK/NACK it receives (the NIC conformance suite's replay,
+    `evaluation/nic/conformance.py`). `kernel` runs the event loop
     (bench/fabric_speed.py passes the reference kernel)."""
     cfg.validate()
     rng = np.random.default_rng(seed)
@@ -286,6 +289,10 @@ def simulate(
         nack_ps=round(d.nack_interval_us * PS),
         cnp_int_ps=round(d.cnp_interval_us * PS),
         rto_ps=0 if cfg.pfc else round(cfg.rto_us * PS),  # HPCC has no timeout; lossy needs one
+        paper=d.rules == "dcqcn-paper",
+        byte_counter=d.byte_counter_bytes if d.rules == "dcqcn-paper" else 0,
+        alpha_init=d.alpha_init,
+        trace_io=trace_io,
     )
     bgs = Background(*bg)
     lim = Limits(

@@ -113,7 +113,7 @@ class FabricSetup:
             pfc=False,
             ecmp="switch",
             host_addrs=tuple(ip_int(h.ip) for h in self.topo.hosts),
-            dcqcn="bmv2-hosts",
+            dcqcn="dcqcn-paper",
             start_jitter_ns=round(self.jitter_real_us * 1000),
             mode="symphony" if sym else "baseline",
             symphony=JobParams(k=variant.k or 0.01, gate_depth=variant.gate_depth),
