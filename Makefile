@@ -32,7 +32,7 @@ help:
 	@echo "make experiment closed loop on bmv2 (DCQCN hosts, Fig. 9 and a ring) -> $(BUILD)/experiments/"
 	@echo "               (resumes an interrupted run; EXPERIMENT_ARGS=--fresh starts over)"
 	@echo "make experiment-long  Fig. 9 with 10x longer flows (~10 min) -> $(BUILD)/experiments-long/"
-	@echo "make experiment-fabric ring all-reduces across the bmv2 leaf-spine -> $(BUILD)/experiments-fabric*/"
+	@echo "make experiment-fabric ring all-reduces across the bmv2 leaf-spine -> $(BUILD)/experiments-fabric*/ (PROFILE=$(PROFILE): the NIC)"
 	@echo "make evaluation  fabric simulator: every scenario, CSV + PNG -> $(BUILD)/evaluation/"
 	@echo "make shell     p4runtime-shell against the running switch (its own environment)"
 
@@ -128,11 +128,15 @@ experiment-long: setup build
 # 2x2x4 (two rings of 4 sharing the uplinks; 1,000 packets/s: eight hosts in one loop); then a
 # spine SIGKILLed and restarted under traffic (fabric_failover.py: reroute, restore, losses).
 # Starts and stops its own fabric and controller; needs root. Resumes where it stopped.
+# PROFILE: the NIC both instruments run (evaluation/fabric/dcqcn.py PROFILES; the hosts take
+# rate-only ones: dcqcn-paper, the DCQCN paper's NIC, or hpcc-run-dcqcn)
+PROFILE ?= dcqcn-paper
 experiment-fabric: setup build
 	scripts/install_test_deps.sh nft ping
-	$(PY) -m evaluation.hosts.fabric_experiment --out $(BUILD)/experiments-fabric $(EXPERIMENT_ARGS)
-	$(PY) -m evaluation.hosts.fabric_experiment --hosts-per-leaf 4 --rings 2 --line-pps 1000 \
-		--out $(BUILD)/experiments-fabric-8 $(EXPERIMENT_ARGS)
+	$(PY) -m evaluation.hosts.fabric_experiment --profile $(PROFILE) \
+		--out $(BUILD)/experiments-fabric $(EXPERIMENT_ARGS)
+	$(PY) -m evaluation.hosts.fabric_experiment --profile $(PROFILE) --hosts-per-leaf 4 --rings 2 \
+		--line-pps 1000 --out $(BUILD)/experiments-fabric-8 $(EXPERIMENT_ARGS)
 	$(PY) -m evaluation.hosts.fabric_failover | tee $(BUILD)/experiments-fabric/spine-lost.txt
 
 evaluation: setup

@@ -1,4 +1,5 @@
-"""The emulated hosts' DCQCN reaction point, rule by rule, and the time scaling."""
+"""The emulated hosts' NIC: the golden reaction point in scaled time, rule by rule, and the
+profiles the hosts accept."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from evaluation.hosts.dcqcn import DcqcnConfig, ReactionPoint, Scaled
+from evaluation.fabric.dcqcn import DCQCN_PAPER, HPCC_RUN_DCQCN
+from evaluation.hosts.dcqcn import DEFAULT_PROFILE, ReactionPoint, Scaled, host_profile
 
-P = Scaled.of(DcqcnConfig(), line_pps=2000.0, frame_bytes=1082)
+P = Scaled.of(DCQCN_PAPER, line_pps=2000.0, frame_bytes=1082)
+PPS_PER_GBPS = 2000.0 / 10.0
 
 
 def test_scaling_keeps_bytes_and_scales_every_timer_alike() -> None:
@@ -19,64 +22,68 @@ def test_scaling_keeps_bytes_and_scales_every_timer_alike() -> None:
     assert P.alpha_timer_s == pytest.approx(55e-6 * P.scale)
     assert P.increase_timer_s == pytest.approx(55e-6 * P.scale)
     assert P.cnp_interval_s == pytest.approx(50e-6 * P.scale)
-    assert P.byte_counter == 10 * 1024 * 1024
-    # 40 Mb/s of 10 Gb/s is 0.4 % of the line, whatever the scale.
-    assert P.r_ai == pytest.approx(0.004 * 2000)
+    assert P.timer_s == pytest.approx(50e-6 * P.scale)
+    assert P.ps(P.seconds(123_456_789)) == 123_456_789
 
 
-def test_cnp_cuts_by_alpha_half_and_raises_alpha() -> None:
+def test_the_hosts_run_the_dcqcn_papers_nic_by_default() -> None:
+    assert host_profile(DEFAULT_PROFILE) is DCQCN_PAPER
+    assert host_profile("hpcc-run-dcqcn") is HPCC_RUN_DCQCN  # rate-only Mellanox rules too
+
+
+@pytest.mark.parametrize("name", ["hpcc-config", "astra-config"])
+def test_a_windowed_profile_is_refused_with_the_reason(name: str) -> None:
+    with pytest.raises(ValueError, match="window.*no ACK"):
+        host_profile(name)
+    with pytest.raises(ValueError, match="unknown NIC profile"):
+        host_profile("nope")
+
+
+def test_cnp_cuts_by_alpha_half_in_packets_per_second() -> None:
     rp = ReactionPoint(P, 0.0)
     rp.on_cnp(0.0)
     assert rp.rc == pytest.approx(P.line_pps / 2)  # alpha starts at 1
     assert rp.rt == P.line_pps
-    assert rp.alpha == pytest.approx(1.0)  # (1-g) * 1 + g
-    rp.alpha = 0.5
-    rp.on_cnp(0.0)
-    assert rp.rc == pytest.approx(P.line_pps / 2 * 0.75)
-    assert rp.alpha == pytest.approx(0.5 * (1 - P.g) + P.g)
+    assert rp.cnps == 1
 
 
-def test_alpha_decays_without_cnp() -> None:
+def test_alpha_decays_on_the_scaled_timer() -> None:
     rp = ReactionPoint(P, 0.0)
     rp.on_cnp(0.0)
+    a0 = rp.alpha
+    rc = rp.rc
     rp.on_time(3.5 * P.alpha_timer_s)
-    assert rp.alpha == pytest.approx((1 - P.g) ** 3)
+    rc = rp.rc  # three fast-recovery steps on the increase timer (T = K) meanwhile
+    rp.on_cnp(3.5 * P.alpha_timer_s)  # alpha: three decays, then the CNP's rise
+    g = DCQCN_PAPER.g
+    decayed = a0 * (1 - g) ** 3
+    assert rp.rc == pytest.approx(rc * (1 - decayed / 2))
+    assert rp.alpha == pytest.approx((1 - g) * decayed + g)
 
 
-def test_recovery_fast_then_additive_then_capped() -> None:
+def test_recovery_on_the_scaled_increase_timer() -> None:
     rp = ReactionPoint(P, 0.0)
     rp.on_cnp(0.0)
-    target = rp.rt
-    rates = []
-    for i in range(1, P.fast_recovery):
-        rp.on_time(i * P.increase_timer_s + 1e-9)
-        rates.append(rp.rc)
-        assert rp.rt == target  # fast recovery moves rc only
-    assert rates == sorted(rates)
-    assert target - rates[-1] == pytest.approx((target - P.line_pps / 2) / 2 ** len(rates))
-    rp.rt = rp.rc = P.line_pps / 2  # pretend a second cut happened, then additive steps
-    rp.timer_events = P.fast_recovery
-    rp.next_timer = 0.0
-    rp.on_time(1e-9)
-    assert rp.rt == pytest.approx(P.line_pps / 2 + P.r_ai)
-    for _ in range(10000):
-        rp.next_timer = 0.0
-        rp.on_time(1e-9)
+    assert rp.next_deadline() == pytest.approx(P.increase_timer_s)
+    rp.on_time(P.increase_timer_s * 1.0001)
+    assert rp.rc == pytest.approx((P.line_pps + P.line_pps / 2) / 2)  # fast recovery
+    for k in range(2, 200):
+        rp.on_time(k * P.increase_timer_s * 1.0001)
     assert rp.rc == rp.rt == P.line_pps
+    assert rp.next_deadline() == float("inf")  # at line rate the timer stops
 
 
-def test_hyper_increase_needs_both_counters_past_f() -> None:
+def test_byte_counter_counts_frames_sent() -> None:
     rp = ReactionPoint(P, 0.0)
-    rp.rt = rp.rc = 100.0
-    rp.timer_events = rp.bc_events = P.fast_recovery + 1
-    rp.bc_events -= 1
-    rp.on_sent(P.byte_counter)  # the byte counter's event: both now past F
-    assert rp.bc_events == P.fast_recovery + 1
-    assert rp.rt == pytest.approx(100.0 + P.r_hai)
+    rp.on_cnp(0.0)
+    rc = rp.rc
+    for _ in range(DCQCN_PAPER.byte_counter_bytes // 1082 + 1):
+        rp.on_sent(1e-9, 1082)
+    assert rp.golden.bc_events == 1 and rp.rc == pytest.approx((P.line_pps + rc) / 2)
 
 
 def test_rate_never_below_minimum() -> None:
     rp = ReactionPoint(P, 0.0)
-    for _ in range(200):
-        rp.on_cnp(0.0)
-    assert rp.rc == pytest.approx(P.min_rate)
+    for i in range(2000):
+        rp.on_cnp(i * 1e-9)
+    assert rp.rc == pytest.approx(DCQCN_PAPER.min_gbps * PPS_PER_GBPS)

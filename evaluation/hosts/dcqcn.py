@@ -1,150 +1,129 @@
-"""DCQCN (Zhu et al., "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM 2015) for
-the emulated hosts: the reaction point (sender rate control) and the notification point's CNP
-pacing, in scaled time.
+"""The emulated hosts' NIC rules: the golden reaction point (`evaluation/nic/reaction_point.py`)
+run as it is, in the emulation's scaled time and packet rates.
 
 Time is scaled, not faked (docs/experiments.md): the switch's bottleneck runs at `line_pps`
 packets per second instead of a 10 Gb/s link's ~1.1 M, so every time constant of the protocol is
 multiplied by the same factor `scale = real packet rate / emulated packet rate`; byte counts stay
-as they are (rate x time is invariant). Rates are in packets per second of the emulation.
+as they are (rate x time is invariant). The golden model keeps real picoseconds and Gb/s; this
+module converts at its boundary: emulated seconds / scale -> real time, Gb/s -> packets per second
+of the emulation. The profile is one of `evaluation.fabric.dcqcn.PROFILES`, the same the fabric
+simulator runs by name.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from evaluation.fabric.dcqcn import DCQCN_PAPER, PROFILES, Dcqcn
+from evaluation.nic.reaction_point import ReactionPoint as Golden
+
 LINE_GBPS = 10.0  # the paper's testbed and simulation links
+DEFAULT_PROFILE = DCQCN_PAPER.name  # the hosts' NIC: rate only, the DCQCN paper's rules
 
 
-@dataclass(frozen=True)
-class DcqcnConfig:
-    """The protocol's constants in real units, from the DCQCN paper's parameter table; values the
-    paper leaves open are marked ours. docs/experiments.md lists them with their source."""
-
-    g: float = 1 / 256  # alpha EWMA gain
-    alpha_timer_us: float = 55.0  # K: alpha decays after this long without a CNP
-    increase_timer_us: float = 55.0  # T: rate-increase timer
-    byte_counter: int = 10 * 1024 * 1024  # B: a rate-increase event per 10 MB sent
-    fast_recovery: int = 5  # F: events spent in fast recovery
-    r_ai_mbps: float = 40.0  # additive increase step
-    r_hai_mbps: float = 400.0  # hyper increase step (ours: 10 x R_AI)
-    min_rate_mbps: float = 10.0  # the NIC's floor (ours: 0.1 % of 10 Gb/s)
-    cnp_interval_us: float = 50.0  # N: at most one CNP per QP per interval (receiver side)
-    alpha_init: float = 1.0
+def host_profile(name: str | Dcqcn) -> Dcqcn:
+    """A profile the emulated hosts can run: rate-only. A windowed one (HPCC's) needs ACK frames
+    the hosts do not send yet (docs/experiments.md, "NIC profiles")."""
+    p = name if isinstance(name, Dcqcn) else PROFILES.get(name)
+    if p is None:
+        raise ValueError(f"unknown NIC profile {name!r}; known: {', '.join(PROFILES)}")
+    if p.has_win:
+        rate_only = ", ".join(n for n, q in PROFILES.items() if not q.has_win)
+        raise ValueError(
+            f"NIC profile {p.name!r} has a window (HAS_WIN): the emulated hosts send no ACK "
+            f"frames, so they cannot run it; rate-only profiles: {rate_only}"
+        )
+    return p
 
 
 @dataclass(frozen=True)
 class Scaled:
-    """DcqcnConfig in emulated units: seconds and packets per second at `line_pps`."""
+    """A profile at the emulation's scale: `line_pps` packets per second stand for 10 Gb/s."""
 
+    profile: Dcqcn
     line_pps: float
     scale: float  # emulated seconds per real second of the 10 Gb/s link
-    g: float
-    alpha_timer_s: float
-    increase_timer_s: float
-    byte_counter: int
-    fast_recovery: int
-    r_ai: float
-    r_hai: float
-    min_rate: float
-    cnp_interval_s: float
-    alpha_init: float
 
     @classmethod
-    def of(cls, cfg: DcqcnConfig, line_pps: float, frame_bytes: int) -> Scaled:
+    def of(cls, profile: Dcqcn, line_pps: float, frame_bytes: int) -> Scaled:
         real_pps = LINE_GBPS * 1e9 / 8 / frame_bytes
-        scale = real_pps / line_pps
-        per_mbps = line_pps / (LINE_GBPS * 1e3)  # emulated pps per real Mb/s
-        return cls(
-            line_pps=line_pps,
-            scale=scale,
-            g=cfg.g,
-            alpha_timer_s=cfg.alpha_timer_us * 1e-6 * scale,
-            increase_timer_s=cfg.increase_timer_us * 1e-6 * scale,
-            byte_counter=cfg.byte_counter,
-            fast_recovery=cfg.fast_recovery,
-            r_ai=cfg.r_ai_mbps * per_mbps,
-            r_hai=cfg.r_hai_mbps * per_mbps,
-            min_rate=cfg.min_rate_mbps * per_mbps,
-            cnp_interval_s=cfg.cnp_interval_us * 1e-6 * scale,
-            alpha_init=cfg.alpha_init,
-        )
+        return cls(profile=profile, line_pps=line_pps, scale=real_pps / line_pps)
 
     def scaled_us(self, real_us: float) -> float:
         """A real duration in microseconds, in emulated microseconds."""
         return real_us * self.scale
 
+    @property
+    def alpha_timer_s(self) -> float:
+        return self.profile.t_alpha_us * 1e-6 * self.scale
+
+    @property
+    def increase_timer_s(self) -> float:
+        return self.profile.t_inc_us * 1e-6 * self.scale
+
+    @property
+    def cnp_interval_s(self) -> float:
+        return self.profile.cnp_interval_us * 1e-6 * self.scale
+
+    @property
+    def timer_s(self) -> float:
+        """The shortest timer the profile's rules run (the lateness the loop may allow)."""
+        p = self.profile
+        ts = [p.t_alpha_us, p.t_inc_us] + ([p.t_dec_us] if p.rules == "mellanox" else [])
+        ts += [p.cnp_interval_us] if p.cnp_interval_us > 0 else []
+        return min(ts) * 1e-6 * self.scale
+
+    def ps(self, t: float) -> int:
+        """Emulated seconds as the golden model's real picoseconds."""
+        return round(t / self.scale * 1e12)
+
+    def seconds(self, ps: int) -> float:
+        return ps * 1e-12 * self.scale
+
 
 class ReactionPoint:
-    """One QP's sending rate `rc` (packets/s). A CNP cuts it by alpha/2 and remembers the target
-    `rt`; the timer and the byte counter each raise an event that brings `rc` back towards
-    `rt` (fast recovery), then raise `rt` additively, then hyper-additively."""
+    """One QP's reaction point in the hosts' units: `rc` in packets per second of the emulation,
+    times in emulated seconds. The rules are the golden model's (`golden`)."""
 
-    __slots__ = (
-        "alpha",
-        "bc_events",
-        "bytes_since",
-        "cnps",
-        "next_alpha",
-        "next_timer",
-        "p",
-        "rc",
-        "rt",
-        "timer_events",
-    )
+    __slots__ = ("golden", "p", "to_pps")
 
     def __init__(self, p: Scaled, now: float) -> None:
         self.p = p
-        self.rc = self.rt = p.line_pps
-        self.alpha = p.alpha_init
-        self.timer_events = self.bc_events = 0
-        self.bytes_since = 0
-        self.cnps = 0
-        self.next_alpha = now + p.alpha_timer_s
-        self.next_timer = now + p.increase_timer_s
+        self.golden = Golden(p.profile, LINE_GBPS)
+        self.to_pps = p.line_pps / LINE_GBPS
+        assert now == 0.0, "a QP's reaction point starts with the run (the golden model's t = 0)"
+
+    @property
+    def rc(self) -> float:
+        return self.golden.rc * self.to_pps
+
+    @property
+    def rt(self) -> float:
+        return self.golden.rt * self.to_pps
+
+    @property
+    def alpha(self) -> float:
+        return self.golden.alpha
+
+    @property
+    def cnps(self) -> int:
+        return self.golden.cnps
 
     def on_cnp(self, now: float) -> None:
-        p = self.p
-        self.cnps += 1
-        self.rt = self.rc
-        self.rc = max(p.min_rate, self.rc * (1 - self.alpha / 2))
-        self.alpha = (1 - p.g) * self.alpha + p.g
-        self.timer_events = self.bc_events = 0
-        self.bytes_since = 0
-        self.next_alpha = now + p.alpha_timer_s
-        self.next_timer = now + p.increase_timer_s
+        t = self.p.ps(now)
+        self.golden.advance(t - 1)  # timers due before the CNP first
+        self.golden.on_cnp(t)
 
-    def on_sent(self, nbytes: int) -> None:
-        self.bytes_since += nbytes
-        if self.bytes_since >= self.p.byte_counter:
-            self.bytes_since -= self.p.byte_counter
-            self.bc_events += 1
-            self._increase()
+    def on_sent(self, now: float, nbytes: int) -> None:
+        t = self.p.ps(now)
+        self.golden.advance(t - 1)
+        self.golden.on_sent(t, nbytes)
 
     def on_time(self, now: float) -> None:
         """Run the timers that expired by `now`."""
-        p = self.p
-        while now >= self.next_alpha:
-            self.alpha *= 1 - p.g
-            self.next_alpha += p.alpha_timer_s
-        while now >= self.next_timer:
-            self.timer_events += 1
-            self.next_timer += p.increase_timer_s
-            self._increase()
+        self.golden.advance(self.p.ps(now))
 
     def next_deadline(self) -> float:
-        return min(self.next_alpha, self.next_timer)
-
-    def _increase(self) -> None:
-        p = self.p
-        if self.rc >= p.line_pps and self.rt >= p.line_pps:
-            return
-        lo = min(self.timer_events, self.bc_events)
-        hi = max(self.timer_events, self.bc_events)
-        if hi < p.fast_recovery:
-            pass  # fast recovery: only rc moves, halfway to rt
-        elif lo > p.fast_recovery:
-            self.rt += (lo - p.fast_recovery) * p.r_hai
-        else:
-            self.rt += p.r_ai
-        self.rt = min(self.rt, p.line_pps)
-        self.rc = min(p.line_pps, (self.rt + self.rc) / 2)
+        due = self.golden.next_deadline()
+        return math.inf if due is None else self.p.seconds(due)

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field, replace
 
 from evaluation.hosts import calibration as cal
 from evaluation.hosts.calibration import Stalls
-from evaluation.hosts.dcqcn import DcqcnConfig, Scaled
+from evaluation.fabric.dcqcn import Dcqcn
+from evaluation.hosts.dcqcn import DEFAULT_PROFILE, Scaled, host_profile
 from evaluation.hosts.losses import Losses, Snapshot
 from evaluation.hosts.nic import RT_PRIORITY, Fabric, Host, ReceiverQP, SenderQP, StepLog
 from evaluation.hosts.testbed import Testbed
@@ -69,7 +70,7 @@ class Setup:
     """What is fixed across the runs of one experiment session."""
 
     line_pps: float  # each emulated link: bottleneck queue rate and NIC line rate
-    dcqcn: DcqcnConfig = field(default_factory=DcqcnConfig)
+    dcqcn: Dcqcn = field(default_factory=lambda: host_profile(DEFAULT_PROFILE))  # the NIC
     rt_priority: int = RT_PRIORITY  # the hosts' loop under SCHED_FIFO (0: normal scheduler)
 
     def scaled(self) -> Scaled:
@@ -80,7 +81,7 @@ class Setup:
 
     def lateness_limit_ms(self) -> float:
         p = self.scaled()
-        return LATENESS_FRACTION * min(p.cnp_interval_s, p.alpha_timer_s, p.increase_timer_s) * 1e3
+        return LATENESS_FRACTION * p.timer_s * 1e3
 
     def at(self, factor: float) -> Setup:
         """The same setup at `factor` x its link rate (the calibration's plan)."""

@@ -15,7 +15,7 @@ controller's `Get`, sampled by a process of its own: `live_sampler.py`), the ECM
 plane's hash, `model/ecmp.py`), marks per switch, and every lost frame by place (`losses.py`).
 
 The same configuration runs in the fabric simulator (ecmp "switch": the same hash over the same
-addresses; the bmv2 hosts' DCQCN profile; the same queues and RED) at the real 10 Gb/s, its
+addresses; the same NIC profile, `--profile`; the same queues and RED) at the real 10 Gb/s, its
 times converted to the emulated scale, so each CCT stands beside the kernel's prediction.
 Variants, reruns of spoiled runs and resuming work as in `python -m evaluation.hosts`
 (docs/experiments.md). Output under --out: runs.csv, sim.csv, spoiled_runs.csv, traces/, PNGs,
@@ -42,11 +42,13 @@ from tqdm import tqdm
 
 from evaluation.fabric.collectives import build_sends, lockstep_bound_us
 from evaluation.fabric.config import FabricConfig
+from evaluation.fabric.dcqcn import PROFILES
 from evaluation.fabric.sim import simulate
 from evaluation.hosts import calibration as cal
 from evaluation.hosts import experiments as ex
 from evaluation.hosts import report, runs
 from evaluation.hosts.collective import CollectiveRun, run_collective
+from evaluation.hosts.dcqcn import DEFAULT_PROFILE, host_profile
 from evaluation.hosts.fabric_losses import loss_topology
 from evaluation.hosts.live_sampler import LiveSampler, Sample
 from evaluation.hosts.losses import LossMeter
@@ -83,6 +85,8 @@ class FabricSetup:
     # their queues with no queue rate set (docs/experiments.md, Fabric: 3 hops 8,000 frames/s
     # under SCHED_FIFO against 20,000 without)
     switch_rt_priority: int = 0
+    # the NIC both instruments run (evaluation/fabric/dcqcn.py; the hosts: rate-only ones)
+    profile: str = DEFAULT_PROFILE
 
     @property
     def topo(self) -> Topology:
@@ -90,7 +94,9 @@ class FabricSetup:
 
     @property
     def ex_setup(self) -> ex.Setup:
-        return ex.Setup(self.line_pps, rt_priority=self.rt_priority)
+        return ex.Setup(
+            self.line_pps, dcqcn=host_profile(self.profile), rt_priority=self.rt_priority
+        )
 
     @property
     def scale(self) -> float:
@@ -113,7 +119,7 @@ class FabricSetup:
             pfc=False,
             ecmp="switch",
             host_addrs=tuple(ip_int(h.ip) for h in self.topo.hosts),
-            dcqcn="dcqcn-paper",
+            dcqcn=self.profile,
             start_jitter_ns=round(self.jitter_real_us * 1000),
             mode="symphony" if sym else "baseline",
             symphony=JobParams(k=variant.k or 0.01, gate_depth=variant.gate_depth),
@@ -372,7 +378,8 @@ def summary(out: Path, setup: FabricSetup, meta: dict[str, Any]) -> str:
         f"{setup.queue_depth} packets.",
         "",
         "CCT: median over seeds, emulated seconds; the simulator's the same configuration and "
-        "seeds (ecmp `switch`, the bmv2 hosts' DCQCN profile), scaled to emulated seconds.",
+        f"seeds (ecmp `switch`, the same NIC profile, {setup.profile}), scaled to emulated "
+        "seconds.",
         "",
         "| variant | runs | CCT bmv2 | vs baseline | CCT simulator | vs baseline | lockstep bound "
         "| max overlap (wire) | "
@@ -509,6 +516,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--spines", type=int, default=2)
     p.add_argument("--hosts-per-leaf", type=int, default=2)
     p.add_argument("--rings", type=int, default=1, help="concurrent 1D rings of the job")
+    p.add_argument(
+        "--profile",
+        default=DEFAULT_PROFILE,
+        choices=sorted(PROFILES),
+        help="the NIC profile both instruments run (evaluation/fabric/dcqcn.py; the hosts "
+        f"take rate-only ones; default {DEFAULT_PROFILE})",
+    )
     p.add_argument("--chunk", type=int, default=500, help="packets per step (one message)")
     p.add_argument(
         "--line-pps",
@@ -554,7 +568,13 @@ def main(argv: list[str] | None = None) -> int:
         queue_depth=args.queue_depth,
         jitter_real_us=args.jitter_us,
         sample_ms=args.sample_ms,
+        profile=args.profile,
     )
+    try:
+        setup.ex_setup  # a profile the hosts cannot run fails here, before any switch starts
+    except ValueError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
     setup.sim_config(ex.BASELINE)  # a bad size fails here, before any switch starts
     planned = setup.line_pps
     out: Path = args.out

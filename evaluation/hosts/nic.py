@@ -414,7 +414,7 @@ class Fabric:
         qp.psn = (qp.psn + 1) & PSN_MASK
         qp.sent += 1
         qp.sent_in_msg += 1
-        qp.rp.on_sent(qp.frame_bytes)
+        qp.rp.on_sent(now, qp.frame_bytes)
         qp.next_send += gap
         if qp.sent_in_msg == n:
             msg.last_tx = now

@@ -101,8 +101,10 @@ class ReactionPoint:
 
     def next_deadline(self) -> int | None:
         """The next time a timer acts (a lazily evaluated alpha tick is not an event)."""
-        ds = [d for d in (self.dec_due, self.inc_due) if d is not None]
-        return min(ds) if ds else None
+        d, i = self.dec_due, self.inc_due
+        if d is None:
+            return i
+        return d if i is None or d < i else i
 
     def fire(self, now: int) -> None:
         """The timer event due at `now` (the decrease check before the increase timer)."""
