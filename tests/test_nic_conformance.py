@@ -92,3 +92,24 @@ def test_papers_rules_cut_on_every_cnp_and_count_bytes() -> None:
     assert rp.inc_due is None
     rp.on_cnp(10**9)
     assert rp.inc_due == 10**9 + round(p.t_inc_us * 1e6)
+
+
+def test_without_ack_frames_only_cnps_travel_back() -> None:
+    # dcqcn-paper, as the bmv2 hosts: the receiver sends a frame (a CNP of 74 bytes) only for a
+    # CE-marked packet, at most one per 50 us; the flow still completes (its progress reached the
+    # sender out of band) and a windowed profile without ACK frames is refused
+    from evaluation.fabric.config import FabricConfig
+    from evaluation.fabric.sim import simulate
+
+    assert not DCQCN_PAPER.ack_frames and DCQCN_PAPER.ack_bytes == 74
+    res = simulate(
+        FabricConfig(hosts=16, dcqcn=DCQCN_PAPER),
+        0,
+        flows=[(0, 5, 1, 3000, 0)],
+        ce_psn={0: [100, 101, 2000]},
+    )
+    st = res.stats
+    assert st["error"] == 0 and st["delivered"] == 3000
+    assert st["acks"] == st["cnps"] == 2  # 100 and 2000 (101 within the CNP interval)
+    with pytest.raises(ValueError, match="window needs ACK frames"):
+        FabricConfig(dcqcn=replace(HPCC_CONFIG, ack_frames=False)).validate()

@@ -213,6 +213,8 @@ class FabricConfig:
             raise ValueError(f"symphony_state/at: {self.symphony_state!r}/{self.symphony_at!r}")
         if self.cc.ack_queue not in ("data", "control"):
             raise ValueError(f"ack_queue: {self.cc.ack_queue!r}")
+        if self.cc.has_win and not self.cc.ack_frames:
+            raise ValueError(f"profile {self.cc.name}: a window needs ACK frames (ack_frames)")
         if self.hosts % self.n_tors or (self.pods and self.fabric != "multipod"):
             raise ValueError("hosts must split evenly over ToRs; pods needs fabric multipod")
         if self.topology == "2d":

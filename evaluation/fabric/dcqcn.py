@@ -58,6 +58,11 @@ class Dcqcn:
     # PFC. "control": a strict-priority class that PFC neither counts nor pauses.
     ack_queue: AckQueue = "data"
     ack_bytes: int = 48  # ReceiveUdp: 14 B padding + 12 B qbbHeader + 20 B IPv4 + 2 B PPP
+    # An ACK frame per data packet (HPCC: L2_ACK_INTERVAL 1), carrying the CNP flag; False: the
+    # receiver sends frames only for a CNP (of `ack_bytes`) or a NACK, and its progress reaches
+    # the sender out of band (the emulated hosts: their receivers' state is in the sender's
+    # process). Rate-only profiles only: a window needs the ACKs.
+    ack_frames: bool = True
     nack_interval_us: float = 500.0  # RdmaHw "NACK Generation Interval" (default)
     # Not HPCC (0 there: every ACK of a CE packet carries the CNP flag): the notification
     # point sends at most one CNP flag per flow per interval.
@@ -95,6 +100,10 @@ DCQCN_PAPER = Dcqcn(
     min_gbps=0.010,  # ours: 0.1 % of 10 Gb/s
     has_win=False,
     var_win=False,
+    # the bmv2 hosts' receivers send a RoCEv2 CNP frame (Eth 14 + IPv4 20 + UDP 8 + BTH 12 +
+    # 16 reserved + ICRC 4 bytes) and no ACKs
+    ack_frames=False,
+    ack_bytes=74,
     cnp_interval_us=50.0,  # N: at most one CNP per QP per 50 us (the notification point)
     byte_counter_bytes=10 * 1024 * 1024,  # B
 )

@@ -288,6 +288,7 @@ def run(
     ack_bytes, ack_ctrl, ack_hi_nic = nic.ack_bytes, nic.ack_ctrl, nic.ack_hi_nic
     nack_ps, cnp_int_ps, rto_ps = nic.nack_ps, nic.cnp_int_ps, nic.rto_ps
     paper, byte_counter, trace_io = nic.paper, nic.byte_counter, nic.trace_io
+    ack_frames = nic.ack_frames
     bg_port, bg_t0, bg_t1, bg_gap = bg.port, bg.t0, bg.t1, bg.gap
     sample_ps, max_samples, max_ps = lim.sample_ps, lim.max_samples, lim.max_ps
     pool_size = lim.pool_size
@@ -494,6 +495,17 @@ def run(
                             fl[f, FL_LAST_CNP] = now
                         else:
                             cnp = 0
+                    if reply == KIND_ACK and not ack_frames:
+                        # no ACK frames: the progress reaches the sender out of band, at once;
+                        # a frame leaves only to carry a CNP
+                        if fl[f, FL_RCV_EXP] > fl[f, FL_SND_UNA]:
+                            fl[f, FL_SND_UNA] = fl[f, FL_RCV_EXP]
+                            if fl[f, FL_SND_UNA] >= fl[f, FL_NPK]:
+                                fl[f, FL_QP_DONE] = 1  # QpComplete: cancels the timers
+                        if not cnp:
+                            free[nfree] = pk
+                            nfree += 1
+                            continue
                     stats[S_ACKS] += 1
                     stats[S_CNPS] += cnp
                     pkt[pku, PK_KIND] = reply

@@ -92,6 +92,7 @@ class Nic(NamedTuple):
     byte_counter: int  # bytes per byte-counter event (paper rules; 0: none)
     alpha_init: float
     trace_io: bool  # cc_trace also gets every data frame sent and every ACK/NACK received
+    ack_frames: bool  # an ACK per data packet; else only CNPs and NACKs are frames
 
 
 class Background(NamedTuple):

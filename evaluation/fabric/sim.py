@@ -293,6 +293,7 @@ def simulate(
         byte_counter=d.byte_counter_bytes if d.rules == "dcqcn-paper" else 0,
         alpha_init=d.alpha_init,
         trace_io=trace_io,
+        ack_frames=d.ack_frames,
     )
     bgs = Background(*bg)
     lim = Limits(

@@ -611,7 +611,14 @@ def main(argv: list[str] | None = None) -> int:
     simlog = runs.RunLog(out / "sim.csv", key=("variant", "seed"))
     (out / "traces").mkdir(exist_ok=True)
     cells = runs.Cells(out, args.max_reruns)
-    todo = [(v, s) for s in seeds for v in variants if not log.done(variant=v.name, seed=s)]
+    # fresh (no stored runs, or --fresh): every cell, whatever an old runs.csv holds until the
+    # old results are removed below (after the calibration, which may refuse and keep them)
+    todo = [
+        (v, s)
+        for s in seeds
+        for v in variants
+        if stored is None or not log.done(variant=v.name, seed=s)
+    ]
     with ExitStack() as stack:
         bed = stack.enter_context(FabricBed(setup, ROOT / "run/fabric-exp")) if todo else None
         if bed is not None and args.calibrate_s > 0:
@@ -630,6 +637,8 @@ def main(argv: list[str] | None = None) -> int:
                 out, settings_of(setup, planned), fresh=True, files=RESULT_FILES, prog=PROG
             )
             (out / "traces").mkdir(exist_ok=True)
+            log = runs.RunLog(out / "runs.csv", key=("variant", "seed"))
+            simlog = runs.RunLog(out / "sim.csv", key=("variant", "seed"))
         meta["line_pps"] = setup.line_pps
         meta["rate_factor"] = setup.line_pps / planned
         meta["fabric"] = {
