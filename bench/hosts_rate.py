@@ -43,7 +43,9 @@ def main() -> None:
         for i in (IF_A, IF_B):
             sh("sysctl", "-qw", f"net.ipv6.conf.{i}.disable_ipv6=1")
             sh("ip", "link", "set", i, "mtu", "9500", "up")
-        p = Scaled.of(host_profile(DEFAULT_PROFILE), line_pps=1e7, frame_bytes=1082)  # pacing never waits
+        p = Scaled.of(
+            host_profile(DEFAULT_PROFILE), line_pps=1e7, frame_bytes=1082
+        )  # pacing never waits
         # The normal scheduler: the loop never waits here, and this measures the loop itself.
         fab = Fabric([Host(0, IF_A), Host(2, IF_B)], p, payload=1024, seed=0, rt_priority=0)
         fab.open()

@@ -33,7 +33,7 @@ def test_the_hosts_run_the_dcqcn_papers_nic_by_default() -> None:
 
 @pytest.mark.parametrize("name", ["hpcc-config", "astra-config"])
 def test_a_windowed_profile_is_refused_with_the_reason(name: str) -> None:
-    with pytest.raises(ValueError, match="window.*no ACK"):
+    with pytest.raises(ValueError, match=r"window.*no ACK"):
         host_profile(name)
     with pytest.raises(ValueError, match="unknown NIC profile"):
         host_profile("nope")

@@ -17,9 +17,9 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from evaluation.fabric.dcqcn import Dcqcn
 from evaluation.hosts import calibration as cal
 from evaluation.hosts.calibration import Stalls
-from evaluation.fabric.dcqcn import Dcqcn
 from evaluation.hosts.dcqcn import DEFAULT_PROFILE, Scaled, host_profile
 from evaluation.hosts.losses import Losses, Snapshot
 from evaluation.hosts.nic import RT_PRIORITY, Fabric, Host, ReceiverQP, SenderQP, StepLog

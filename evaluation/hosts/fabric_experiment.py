@@ -571,7 +571,7 @@ def main(argv: list[str] | None = None) -> int:
         profile=args.profile,
     )
     try:
-        setup.ex_setup  # a profile the hosts cannot run fails here, before any switch starts
+        host_profile(setup.profile)  # a profile the hosts cannot run fails before any switch
     except ValueError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
