@@ -128,8 +128,8 @@ experiment-long: setup build
 # 2x2x4 (two rings of 4 sharing the uplinks; 1,000 packets/s: eight hosts in one loop); then a
 # spine SIGKILLed and restarted under traffic (fabric_failover.py: reroute, restore, losses).
 # Starts and stops its own fabric and controller; needs root. Resumes where it stopped.
-# PROFILE: the NIC both instruments run (evaluation/fabric/dcqcn.py PROFILES; the hosts take
-# rate-only ones: dcqcn-paper, the DCQCN paper's NIC, or hpcc-run-dcqcn)
+# PROFILE: the NIC both instruments run (evaluation/fabric/dcqcn.py PROFILES, docs/nic.md; the
+# hosts take those without ACK frames: dcqcn-paper, the DCQCN paper's NIC)
 PROFILE ?= dcqcn-paper
 experiment-fabric: setup build
 	scripts/install_test_deps.sh nft ping

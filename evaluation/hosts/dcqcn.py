@@ -23,16 +23,18 @@ DEFAULT_PROFILE = DCQCN_PAPER.name  # the hosts' NIC: rate only, the DCQCN paper
 
 
 def host_profile(name: str | Dcqcn) -> Dcqcn:
-    """A profile the emulated hosts can run: rate-only. A windowed one (HPCC's) needs ACK frames
-    the hosts do not send yet (docs/experiments.md, "NIC profiles")."""
+    """A profile the emulated hosts can run: one without ACK frames (so rate-only). A windowed
+    one (HPCC's), or one whose receivers acknowledge every packet, needs ACK frames the hosts do
+    not send yet (docs/nic.md)."""
     p = name if isinstance(name, Dcqcn) else PROFILES.get(name)
     if p is None:
         raise ValueError(f"unknown NIC profile {name!r}; known: {', '.join(PROFILES)}")
-    if p.has_win:
-        rate_only = ", ".join(n for n, q in PROFILES.items() if not q.has_win)
+    if p.ack_frames:
+        why = "has a window (HAS_WIN)" if p.has_win else "acknowledges every packet"
+        runnable = ", ".join(n for n, q in PROFILES.items() if not q.ack_frames)
         raise ValueError(
-            f"NIC profile {p.name!r} has a window (HAS_WIN): the emulated hosts send no ACK "
-            f"frames, so they cannot run it; rate-only profiles: {rate_only}"
+            f"NIC profile {p.name!r} {why}: the emulated hosts send no ACK frames, so they "
+            f"cannot run it; profiles they can: {runnable}"
         )
     return p
 
