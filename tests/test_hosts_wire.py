@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from scapy.all import raw
-from scapy.contrib.roce import cnp
+from scapy.contrib.roce import AETH, BTH, cnp
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
@@ -64,6 +64,22 @@ def test_cnp_matches_scapy() -> None:
         / cnp(0x000101)
     )
     assert wire.cnp(B, A, 0x101) == want
+
+
+@pytest.mark.parametrize("becn", [0, 1])
+def test_ack_matches_scapy(becn: int) -> None:
+    want = raw(
+        Ether(src=B.mac, dst=A.mac)
+        / IP(src=B.ip, dst=A.ip, tos=0, id=0, flags=0)
+        / UDP(sport=0, dport=4791, chksum=0)
+        / BTH(opcode=rp.ACK, dqpn=0x101, psn=0xABCDEF, becn=becn)
+        / AETH(syndrome=wire.ACK_SYNDROME, msn=0)
+    )
+    f = wire.ack(B, A, 0x101, 0xABCDEF, becn)
+    assert f == want and len(f) == 62
+    p = wire.parse(f)
+    assert p is not None
+    assert (p.opcode, p.dqpn, p.psn, p.becn, p.ecn) == (rp.ACK, 0x101, 0xABCDEF, becn, 0)
 
 
 def test_parse_reads_back_what_was_built() -> None:

@@ -50,6 +50,7 @@ def run_collective(
     host_key: Mapping[int, int],
     packets_of: Callable[[int], int],
     tag_of: Callable[[int], int],
+    window_of: Callable[[int], int] | None = None,
     start_jitter_s: float,
     seed: int,
     limit_s: float,
@@ -57,11 +58,11 @@ def run_collective(
 ) -> CollectiveRun:
     """Run `sends` on `fab` (opened, not yet running). `host_key[h]` is the simulator host h's
     key in `fab.hosts`; `packets_of(bytes)` the data packets of a message; `tag_of(job)` the
-    Job_ID a send of that job carries. Root sends start at a uniform draw in [0, jitter] per
-    host (the simulator draws per flow; here per host, as every root of a host is its first
-    step). Returns when every send is delivered, when nothing moved for `stall_s` after the last
-    start (a lost frame leaves its send undelivered for good: nothing is retransmitted), or
-    when `limit_s` passed."""
+    Job_ID a send of that job carries; `window_of(f)` send f's window in bytes (None or 0:
+    none). Root sends start at a uniform draw in [0, jitter] per host (the simulator draws per
+    flow; here per host, as every root of a host is its first step). Returns when every send is
+    delivered, when nothing moved for `stall_s` after the last start (a lost frame leaves its
+    send undelivered for good: nothing is retransmitted), or when `limit_s` passed."""
     n = len(sends.src)
     waits_for: dict[int, list[int]] = defaultdict(list)
     missing = [0] * n
@@ -73,7 +74,8 @@ def run_collective(
     send_of_qpn: dict[int, int] = {}
     for f in range(n):
         src, dst = host_key[int(sends.src[f])], host_key[int(sends.dst[f])]
-        qp = fab.connect(f"s{f}", src, dst, tag=tag_of(int(sends.job[f])))
+        window = window_of(f) if window_of is not None else 0
+        qp = fab.connect(f"s{f}", src, dst, tag=tag_of(int(sends.job[f])), window=window)
         qps.append(qp)
         send_of_qpn[qp.qpn] = f
     steps = [int(s) for s in sends.collective_step]

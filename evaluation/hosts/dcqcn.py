@@ -23,19 +23,11 @@ DEFAULT_PROFILE = DCQCN_PAPER.name  # the hosts' NIC: rate only, the DCQCN paper
 
 
 def host_profile(name: str | Dcqcn) -> Dcqcn:
-    """A profile the emulated hosts can run: one without ACK frames (so rate-only). A windowed
-    one (HPCC's), or one whose receivers acknowledge every packet, needs ACK frames the hosts do
-    not send yet (docs/nic.md)."""
+    """A profile by name for the emulated hosts. They run every one: rate-only ones with CNP
+    frames, HPCC's with an ACK frame per data packet (BECN as the CNP flag) and its window."""
     p = name if isinstance(name, Dcqcn) else PROFILES.get(name)
     if p is None:
         raise ValueError(f"unknown NIC profile {name!r}; known: {', '.join(PROFILES)}")
-    if p.ack_frames:
-        why = "has a window (HAS_WIN)" if p.has_win else "acknowledges every packet"
-        runnable = ", ".join(n for n, q in PROFILES.items() if not q.ack_frames)
-        raise ValueError(
-            f"NIC profile {p.name!r} {why}: the emulated hosts send no ACK frames, so they "
-            f"cannot run it; profiles they can: {runnable}"
-        )
     return p
 
 
@@ -70,9 +62,12 @@ class Scaled:
 
     @property
     def timer_s(self) -> float:
-        """The shortest timer the profile's rules run (the lateness the loop may allow)."""
+        """The shortest timer that acts on the rate (the lateness the loop may allow): the
+        increase timer, Mellanox's decrease check, the CNP interval. Not alpha's timer: the
+        golden model evaluates its ticks lazily at their own times, so a late loop changes
+        nothing of alpha (HPCC's t_alpha is 1 us, a quarter of the decrease check's)."""
         p = self.profile
-        ts = [p.t_alpha_us, p.t_inc_us] + ([p.t_dec_us] if p.rules == "mellanox" else [])
+        ts = [p.t_inc_us] + ([p.t_dec_us] if p.rules == "mellanox" else [])
         ts += [p.cnp_interval_us] if p.cnp_interval_us > 0 else []
         return min(ts) * 1e-6 * self.scale
 
@@ -121,6 +116,10 @@ class ReactionPoint:
         t = self.p.ps(now)
         self.golden.advance(t - 1)
         self.golden.on_sent(t, nbytes)
+
+    def window_bytes(self, win: int) -> int:
+        """The window at the current rate (VAR_WIN), bytes; 0: none."""
+        return self.golden.window_bytes(win)
 
     def on_time(self, now: float) -> None:
         """Run the timers that expired by `now`."""

@@ -38,12 +38,13 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import numpy as np
 from tqdm import tqdm
 
-from evaluation.fabric.collectives import build_sends, lockstep_bound_us
+from evaluation.fabric.collectives import Sends, build_sends, lockstep_bound_us
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.dcqcn import PROFILES
-from evaluation.fabric.sim import simulate
+from evaluation.fabric.sim import flow_windows, simulate
 from evaluation.hosts import calibration as cal
 from evaluation.hosts import experiments as ex
 from evaluation.hosts import report, runs
@@ -104,8 +105,12 @@ class FabricSetup:
         return self.ex_setup.scaled().scale
 
     def sim_config(self, variant: ex.Variant) -> FabricConfig:
-        """The simulator's configuration of this fabric, collective and variant."""
+        """The simulator's configuration of this fabric, collective and variant. bmv2's links
+        are rated in packets per second (`set_queue_rate`), so every frame, an ACK or a CNP as
+        much as a data frame, takes one packet's time: the simulator's NIC sends them at the
+        data frame's size (`ack_bytes`) to model the emulation, not a 10 Gb/s wire."""
         sym = variant.k > 0
+        mtu = ex.PAYLOAD + HEADER_BYTES
         return FabricConfig(
             hosts=len(self.topo.hosts),
             tors=self.leaves,
@@ -113,13 +118,13 @@ class FabricSetup:
             rings=self.rings,
             chunk_bytes=self.chunk_packets * ex.PAYLOAD,
             link_gbps=REAL_GBPS,
-            mtu=ex.PAYLOAD + HEADER_BYTES,
+            mtu=mtu,
             header_bytes=HEADER_BYTES,
             buffer_pkts=self.queue_depth,
             pfc=False,
             ecmp="switch",
             host_addrs=tuple(ip_int(h.ip) for h in self.topo.hosts),
-            dcqcn=self.profile,
+            dcqcn=replace(host_profile(self.profile), ack_bytes=mtu),
             start_jitter_ns=round(self.jitter_real_us * 1000),
             mode="symphony" if sym else "baseline",
             symphony=JobParams(k=variant.k or 0.01, gate_depth=variant.gate_depth),
@@ -245,6 +250,17 @@ class FabricBed:
             print(f"release {name}: {e}", file=sys.stderr)
 
 
+def send_windows(cfg: FabricConfig, topo: Topology, sends: Sends) -> list[int]:
+    """Per send, the window the simulator gives its flow (`sim.flow_windows`: HPCC's BDP of
+    the longest path under GLOBAL_T, else of its own; 0 without HAS_WIN), so both instruments'
+    senders stop at the same number of unacknowledged frames."""
+    hops = [
+        2 if topo.hosts[int(a)].leaf == topo.hosts[int(b)].leaf else 4
+        for a, b in zip(sends.src, sends.dst, strict=True)
+    ]
+    return [int(w) for w in flow_windows(cfg, np.array(hops, dtype=np.int64))]
+
+
 def run_fabric_collective(
     bed: FabricBed, variant: ex.Variant, seed: int, name: str
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -253,6 +269,7 @@ def run_fabric_collective(
     topo = s.topo
     cfg = s.sim_config(variant)
     sends = build_sends(cfg)
+    windows = send_windows(cfg, topo, sends)
     p = s.ex_setup.scaled()
     hosts = [Host(h.index, h.ifname, h.ip, h.mac, h.netns) for h in topo.hosts]
     job = bed.allocate(name, variant)
@@ -270,6 +287,7 @@ def run_fabric_collective(
                 host_key={h.index: h.index for h in topo.hosts},
                 packets_of=cfg.packets,
                 tag_of=lambda _job: job,
+                window_of=windows.__getitem__,
                 start_jitter_s=s.jitter_real_us * 1e-6 * s.scale,
                 seed=seed,
                 limit_s=6 * bound_s + 10,
@@ -305,6 +323,8 @@ def run_fabric_collective(
         "lost": sent - received,
         "ce": sum(r.ce for r in fab.receivers.values()),
         "cnps": sum(r.cnps for r in fab.receivers.values()),
+        "acks": sum(r.acks for r in fab.receivers.values()),  # ACK frames (HPCC's profiles)
+        "window_stalls": sum(qp.window_stalls for qp in run.qps),
         "symphony_marks": sum(v.marks for v in live.values()),
         "queue_marks": sum(v.queue_marks for v in live.values()),
         "samples": sum(len(v) for v in series.values()),

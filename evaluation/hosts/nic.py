@@ -7,7 +7,11 @@ that port's veth pair (an AF_PACKET socket bound to it), with its own IPv4 and M
   in the UDP source port, the Job_ID in the BTH reserved bits, PSNs continuing from a random
   initial PSN, ECT(0)), paced at its DCQCN rate `rc`. A CNP addressed to its QPN cuts the rate.
 - A **receiver QP** counts what arrives per step and answers a CE-marked packet with a CNP to the
-  sender's QP, at most one per CNP interval (the DCQCN notification point).
+  sender's QP, at most one per CNP interval (the DCQCN notification point). Under a profile with
+  ACK frames (HPCC's NIC, `Dcqcn.ack_frames`) it answers every data packet with a RoCEv2 ACK
+  instead, whose BECN bit carries the congestion notification (HPCC's CNP flag), and a sender
+  with a window (`SenderQP.window`, HAS_WIN/VAR_WIN) sends only while its unacknowledged frames
+  stay below it (`ReactionPoint.window_bytes`, the golden model's GetWin).
 
 By default no packet is retransmitted: every frame sent is accounted for, received or lost at a
 known place (evaluation/hosts/losses.py); the hosts count what they sent and read
@@ -115,6 +119,12 @@ class SenderQP:
     retransmits: int = 0  # go-back-N rewinds (rto_s)
     resent: int = 0  # frames sent again after a rewind
     receiver: ReceiverQP | None = None
+    window: int = 0  # HPCC's window in bytes before VAR_WIN's scaling (0: none)
+    una: int = 0  # the first PSN not yet acknowledged (snd_una), under ACK frames
+    acks: int = 0  # ACK frames received
+    window_stalls: int = 0  # times a due send waited for an ACK (the window was full)
+    window_bound: bool = False
+    max_in_flight: int = 0  # most frames sent and not acknowledged at once (ACK frames)
 
 
 @dataclass
@@ -124,7 +134,8 @@ class ReceiverQP:
     sender: SenderQP
     last_cnp: float = -1e9
     cursor: int = 0  # index in sender.messages of the first message not fully received
-    cnps: int = 0
+    cnps: int = 0  # congestion notifications sent: CNP frames, or ACKs with BECN set
+    acks: int = 0  # ACK frames sent (profiles with ACK frames)
     received: int = 0
     ce: int = 0
     arrivals: list[tuple[float, int, int]] = field(default_factory=list)  # (t, step, ce)
@@ -150,6 +161,7 @@ class Fabric:
         self.rt_priority = rt_priority
         self.realtime = False  # whether the last run() got SCHED_FIFO
         self.p = dcqcn
+        self.ack_frames = dcqcn.profile.ack_frames  # an ACK per data packet, else CNPs only
         self.payload = payload
         self.rng = random.Random(seed)
         self.socks: dict[int, socket.socket] = {}
@@ -215,8 +227,11 @@ class Fabric:
             s.close()
         self.socks.clear()
 
-    def connect(self, name: str, src: int, dst: int, tag: int) -> SenderQP:
-        """An RC connection src -> dst: a sender QP and its receiver QP."""
+    def connect(self, name: str, src: int, dst: int, tag: int, window: int = 0) -> SenderQP:
+        """An RC connection src -> dst: a sender QP and its receiver QP. `window`: HPCC's
+        window in bytes (the simulator's `flow_windows`), 0 for none; it needs ACK frames."""
+        if window and not self.ack_frames:
+            raise ValueError(f"{name}: a window needs ACK frames (profile {self.p.profile.name})")
         qpn, dqpn = self._next_qpn, self._next_qpn + 1
         self._next_qpn += 2
         s, d = self.hosts[src], self.hosts[dst]
@@ -235,7 +250,9 @@ class Fabric:
             rp=ReactionPoint(self.p, 0.0),
             psn=self.rng.randrange(1 << 24),  # real NICs start a QP at a random PSN (SPEC 2)
             frame_bytes=frame_bytes,
+            window=window,
         )
+        qp.una = qp.psn
         self.senders[qpn] = qp
         key = (wire.ip_bytes(s.endpoint.ip), dqpn)
         rx = self.receivers[key] = ReceiverQP(name=name, host=d, sender=qp, expected_psn=qp.psn)
@@ -318,7 +335,7 @@ class Fabric:
                 [
                     max(qp.next_send, self.nic_free[qp.src.port])
                     for qp in senders
-                    if qp.current is not None
+                    if qp.current is not None and not qp.window_bound  # an ACK wakes it
                 ]
                 + [qp.rp.next_deadline() for qp in self.senders.values()]
                 + [t for t, _ in todo[:1]]
@@ -381,6 +398,8 @@ class Fabric:
             for qp in order:
                 port = qp.src.port
                 if qp.current is not None and qp.next_send <= now and self.nic_free[port] <= now:
+                    if qp.window and self._win_bound(qp):
+                        continue
                     # A stalled loop does not make up for lost time in one burst: like a
                     # NIC's rate limiter, credit is capped at MAX_BURST packets (a long burst
                     # would overflow the switch's input, not its bottleneck queue).
@@ -391,6 +410,17 @@ class Fabric:
                     self.nic_free[port] = due + line_gap
                     self._send_one(qp, now, wanted)
                     progress = True
+
+    def _win_bound(self, qp: SenderQP) -> bool:
+        """IsWinBound: the frames sent and not acknowledged fill the window (at the current
+        rate under VAR_WIN), counted in whole frames as the kernel counts them. A QP that
+        waits for an ACK has its pacing credit capped as after any stall (MAX_BURST)."""
+        in_flight = ((qp.psn - qp.una) & PSN_MASK) * qp.frame_bytes
+        bound = in_flight >= qp.rp.window_bytes(qp.window)
+        if bound and not qp.window_bound:
+            qp.window_stalls += 1
+        qp.window_bound = bound
+        return bound
 
     def _send_one(self, qp: SenderQP, now: float, due: float) -> None:
         """One packet of `qp`'s message; `due` is when its rate and its NIC allowed it."""
@@ -412,6 +442,8 @@ class Fabric:
             msg.first_psn = qp.psn
         qp.last_tx = now
         qp.psn = (qp.psn + 1) & PSN_MASK
+        if self.ack_frames:
+            qp.max_in_flight = max(qp.max_in_flight, (qp.psn - qp.una) & PSN_MASK)
         qp.sent += 1
         qp.sent_in_msg += 1
         qp.rp.on_sent(now, qp.frame_bytes)
@@ -467,11 +499,20 @@ class Fabric:
             return
         now = self.now()
         self.last_activity = now
-        if p.opcode == rp.CNP:
+        if p.opcode == rp.CNP or p.opcode == rp.ACK:
             qp = self.senders.get(p.dqpn)
             if qp is None or qp.src.port != port:
                 self.unexpected += 1
                 return
+            if p.opcode == rp.ACK:
+                qp.acks += 1
+                # cumulative: every PSN up to p.psn; a late ACK of an older PSN moves nothing
+                if (p.psn + 1 - qp.una) & PSN_MASK <= (qp.psn - qp.una) & PSN_MASK:
+                    qp.una = (p.psn + 1) & PSN_MASK
+                    if qp.window:
+                        self._win_bound(qp)
+                if not p.becn:
+                    return
             qp.rp.on_cnp(now)
             self._rate_changed(qp, now)
             return
@@ -498,10 +539,27 @@ class Fabric:
                 msg.last_rx = now
                 if self.on_delivered is not None and not self.draining:
                     self.on_delivered(rx, msg, now)
-        if ce and now - rx.last_cnp >= self.p.cnp_interval_s and not self.draining:
+        if self.draining:
+            return
+        notify = ce and now - rx.last_cnp >= self.p.cnp_interval_s
+        if notify:
             rx.last_cnp = now
             rx.cnps += 1
-            self._send(port, self.cnp_frames[rx.sender.qpn], now)
+        if self.ack_frames:
+            qp = rx.sender
+            rx.acks += 1
+            self._send_control(
+                port, wire.ack(rx.host.endpoint, qp.src.endpoint, qp.qpn, p.psn, notify), now
+            )
+        elif notify:
+            self._send_control(port, self.cnp_frames[rx.sender.qpn], now)
+
+    def _send_control(self, port: int, frame: bytes, now: float) -> None:
+        """An ACK or a CNP: sent at once (a NIC serves its ACK queue first) and taking one
+        packet's time of the host's link, as every frame does on bmv2's packet-rated links;
+        the host's data waits for it."""
+        self.nic_free[port] = max(self.nic_free.get(port, 0.0), now) + 1.0 / self.p.line_pps
+        self._send(port, frame, now)
 
     def _rx_message(self, rx: ReceiverQP, step: int) -> StepLog | None:
         """The message this packet belongs to: the first one of its step not yet complete

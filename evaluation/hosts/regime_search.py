@@ -84,7 +84,7 @@ def candidates() -> list[Candidate]:
 
 def runs_of(cands: list[Candidate], profiles: list[str], seeds: list[int]) -> list[Run]:
     return [
-        Run(c.label, v.name, p, replace(c.setup.sim_config(v), dcqcn=p), s)
+        Run(c.label, v.name, p, replace(c.setup, profile=p).sim_config(v), s)
         for c in cands
         for p in profiles
         for v in VARIANTS

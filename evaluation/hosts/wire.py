@@ -21,6 +21,10 @@ UDP_OFF = IP_OFF + IP_LEN
 BTH_OFF = UDP_OFF + UDP_LEN
 ECT0, CE = 0b10, 0b11
 CNP_PAD = 16  # a CNP carries 16 reserved bytes after its BTH (RoCEv2 annex A17)
+AETH_LEN = 4
+# AETH syndrome of a positive ACK (IBTA vol. 1, 9.7.5.1.2): bits 6:5 = 00 (ACK), bits 4:0 the
+# credit count, 0x1F: "invalid", end-to-end credits unused (as RoCE NICs send)
+ACK_SYNDROME = 0x1F
 
 
 def mac_bytes(mac: str) -> bytes:
@@ -114,6 +118,19 @@ def cnp(src: Endpoint, dst: Endpoint, dqpn: int) -> bytes:
     return mac_bytes(dst.mac) + mac_bytes(src.mac) + b"\x08\x00" + rest + icrc(rest)
 
 
+def ack(src: Endpoint, dst: Endpoint, dqpn: int, psn: int, becn: int = 0) -> bytes:
+    """A RoCEv2 RC ACKNOWLEDGE (BTH opcode 0x11, AETH) from a receiver to the sender's QP
+    `dqpn`, acknowledging every PSN up to `psn`. `becn` = 1 carries the congestion notification
+    (HPCC's NIC sets a CNP flag in its ACK; InfiniBand's is the ACK's BECN bit). Not
+    ECN-capable, untracked by Symphony (SPEC 1); the ACK class (docs/ack_priority.md) takes it."""
+    body = _bth(rp.ACK, dqpn, psn, 0, becn=becn) + struct.pack("!I", ACK_SYNDROME << 24)
+    udp_len = UDP_LEN + len(body) + ICRC_LEN
+    ip = _ipv4(ip_bytes(src.ip), ip_bytes(dst.ip), 0, IP_LEN + udp_len)
+    udp = struct.pack("!HHHH", 0, rp.ROCEV2_PORT, udp_len, 0)
+    rest = ip + udp + body
+    return mac_bytes(dst.mac) + mac_bytes(src.mac) + b"\x08\x00" + rest + icrc(rest)
+
+
 class FlowFrames:
     """Frames of one sender QP: a template per opcode; `build(opcode, step, psn)` patches the
     step, PSN and ICRC (the payload's CRC is computed once and chained)."""
@@ -163,6 +180,7 @@ class Parsed:
     dqpn: int
     psn: int
     tag: int
+    becn: int = 0
 
 
 def parse(data: bytes) -> Parsed | None:
@@ -181,4 +199,5 @@ def parse(data: bytes) -> Parsed | None:
         dqpn=int.from_bytes(data[b + 5 : b + 8], "big"),
         psn=int.from_bytes(data[b + 9 : b + 12], "big"),
         tag=(data[b + 4] & 0x3F) << 7 | data[b + 8] & 0x7F,
+        becn=data[b + 4] >> 6 & 1,
     )

@@ -1,0 +1,130 @@
+"""The emulated hosts under a profile with ACK frames (evaluation/hosts/nic.py; HPCC's NIC):
+every data frame answered by a RoCEv2 ACK that returns to its sender, and a windowed sender that
+never has more frames unacknowledged than its window allows. Two hosts on a veth pair (one end
+in a namespace); to make the window's bound visible without timing, an nftables netdev ingress
+rule on the sender's end drops every ACK (BTH opcode 0x11), so a windowed sender stops once its
+window is full. No switch; needs root and nft (skips otherwise)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+
+from evaluation.fabric.dcqcn import HPCC_CONFIG, Dcqcn
+from evaluation.hosts import experiments as ex
+from evaluation.hosts import wire
+from evaluation.hosts.nic import Fabric, Host, ReceiverQP, StepLog
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("nft") is None, reason="needs root and nft (veth, netns)"
+)
+
+NS, A_END, B_END = "symphony-ack-test", "ackt0", "ackt1"
+PACKETS = 60
+PAYLOAD = 256
+# a MIDDLE frame's bytes: the window counts whole frames, as the simulator's kernel does
+FRAME = PAYLOAD + wire.ETH_LEN + wire.IP_LEN + wire.UDP_LEN + wire.BTH_LEN + wire.ICRC_LEN
+
+
+def sh(*cmd: str, input: str | None = None) -> None:
+    subprocess.run(cmd, check=True, capture_output=True, text=True, input=input)
+
+
+def drop_acks() -> None:
+    """Drop every RoCEv2 ACK reaching the sender's end (the first BTH byte after UDP's 8)."""
+    sh(
+        "nft", "-f", "-",
+        input=(
+            "table netdev symphony_ack_test {\n chain c {\n"
+            f"  type filter hook ingress device {A_END} priority 0; policy accept;\n"
+            "  udp dport 4791 @th,64,8 0x11 drop\n"
+            " }\n}\n"
+        ),
+    )  # fmt: skip
+
+
+@pytest.fixture
+def hosts() -> Iterator[list[Host]]:
+    subprocess.run(["ip", "link", "del", A_END], capture_output=True)
+    subprocess.run(["ip", "netns", "del", NS], capture_output=True)
+    sh("ip", "netns", "add", NS)
+    try:
+        sh("ip", "link", "add", A_END, "type", "veth", "peer", "name", B_END, "netns", NS)
+        sh("ip", "link", "set", A_END, "up")
+        sh("ip", "-n", NS, "link", "set", B_END, "up")
+        yield [
+            Host(0, A_END, "10.78.0.1", "02:00:0a:4e:00:01"),
+            Host(1, B_END, "10.78.0.2", "02:00:0a:4e:00:02", netns=NS),
+        ]
+    finally:
+        subprocess.run(
+            ["nft", "delete", "table", "netdev", "symphony_ack_test"], capture_output=True
+        )
+        subprocess.run(["ip", "link", "del", A_END], capture_output=True)
+        subprocess.run(["ip", "netns", "del", NS], capture_output=True)
+
+
+def run(
+    hosts: list[Host], window_frames: int, profile: Dcqcn = HPCC_CONFIG
+) -> tuple[Fabric, StepLog]:
+    fab = Fabric(
+        hosts, ex.Setup(2000.0, dcqcn=profile).scaled(), payload=PAYLOAD, seed=1, rt_priority=0
+    )
+    delivered: list[StepLog] = []
+
+    def on_delivered(_rx: ReceiverQP, msg: StepLog, _now: float) -> None:
+        delivered.append(msg)
+
+    fab.on_delivered = on_delivered
+    fab.open()
+    try:
+        qp = fab.connect("a-b", 0, 1, tag=1, window=window_frames * FRAME)
+        assert qp.frame_bytes == FRAME
+        msg = fab.post(qp, 1, PACKETS, 0.0)
+        fab.run(lambda t: bool(delivered) or (t > 0.3 and fab.quiet_for(t) > 0.3), limit_s=20)
+        fab.drain()
+    finally:
+        fab.close()
+    return fab, msg
+
+
+def test_every_frame_is_acknowledged_and_the_window_holds(hosts: list[Host]) -> None:
+    fab, msg = run(hosts, window_frames=3)
+    qp = next(iter(fab.senders.values()))
+    rx = qp.receiver
+    assert rx is not None
+    assert msg.received == PACKETS and rx.acks == PACKETS  # one ACK per data frame
+    assert qp.acks == PACKETS and qp.una == qp.psn  # every ACK came back, all acknowledged
+    assert 1 <= qp.max_in_flight <= 3  # never more unacknowledged than the window
+    assert rx.cnps == 0  # no frame was CE-marked: no ACK carried BECN
+    assert fab.frames_sent == 2 * PACKETS  # data and ACKs, no CNP frames
+
+
+def test_a_windowed_sender_stops_when_no_ack_returns(hosts: list[Host]) -> None:
+    drop_acks()
+    fab, msg = run(hosts, window_frames=5)
+    qp = next(iter(fab.senders.values()))
+    assert qp.sent == 5 and qp.acks == 0  # the window filled, then nothing more
+    assert qp.window_stalls == 1 and qp.window_bound
+    assert msg.received == 5
+
+
+def test_without_a_window_the_acks_bound_nothing(hosts: list[Host]) -> None:
+    drop_acks()
+    fab, msg = run(
+        hosts, window_frames=0, profile=replace(HPCC_CONFIG, has_win=False, var_win=False)
+    )
+    qp = next(iter(fab.senders.values()))
+    assert qp.sent == PACKETS and msg.received == PACKETS and qp.acks == 0
+    assert qp.max_in_flight == PACKETS
+
+
+def test_a_window_without_ack_frames_is_refused(hosts: list[Host]) -> None:
+    fab = Fabric(hosts, ex.Setup(2000.0).scaled(), payload=PAYLOAD, seed=1, rt_priority=0)
+    with pytest.raises(ValueError, match="needs ACK frames"):
+        fab.connect("a-b", 0, 1, tag=1, window=3000)
