@@ -398,8 +398,12 @@ class Fabric:
             for qp in order:
                 port = qp.src.port
                 if qp.current is not None and qp.next_send <= now and self.nic_free[port] <= now:
-                    if qp.window and self._win_bound(qp):
-                        continue
+                    if qp.window:
+                        was = qp.window_bound
+                        if self._win_bound(qp):  # at the current rate (VAR_WIN)
+                            continue
+                        if was:  # opened by a rate increase, not an ACK
+                            self._window_opened(qp, now)
                     # A stalled loop does not make up for lost time in one burst: like a
                     # NIC's rate limiter, credit is capped at MAX_BURST packets (a long burst
                     # would overflow the switch's input, not its bottleneck queue).
@@ -421,6 +425,12 @@ class Fabric:
             qp.window_stalls += 1
         qp.window_bound = bound
         return bound
+
+    def _window_opened(self, qp: SenderQP, now: float) -> None:
+        """The window let a held frame go at `now`: it is due then, not at its pacing time
+        (ns-3 sends it as soon as the window opens; its pacing credit is not a burst), so the
+        loop's lateness is counted from here."""
+        qp.next_send = max(qp.next_send, now)
 
     def _send_one(self, qp: SenderQP, now: float, due: float) -> None:
         """One packet of `qp`'s message; `due` is when its rate and its NIC allowed it."""
@@ -448,6 +458,8 @@ class Fabric:
         qp.sent_in_msg += 1
         qp.rp.on_sent(now, qp.frame_bytes)
         qp.next_send += gap
+        if qp.window:
+            self._win_bound(qp)
         if qp.sent_in_msg == n:
             msg.last_tx = now
             self._start_next(qp, now)
@@ -509,8 +521,8 @@ class Fabric:
                 # cumulative: every PSN up to p.psn; a late ACK of an older PSN moves nothing
                 if (p.psn + 1 - qp.una) & PSN_MASK <= (qp.psn - qp.una) & PSN_MASK:
                     qp.una = (p.psn + 1) & PSN_MASK
-                    if qp.window:
-                        self._win_bound(qp)
+                    if qp.window_bound and not self._win_bound(qp):
+                        self._window_opened(qp, now)
                 if not p.becn:
                     return
             qp.rp.on_cnp(now)
