@@ -70,10 +70,15 @@ def hosts() -> Iterator[list[Host]]:
 
 
 def run(
-    hosts: list[Host], window_frames: int, profile: Dcqcn = HPCC_CONFIG
+    hosts: list[Host], window_frames: int, profile: Dcqcn = HPCC_CONFIG, prop_s: float = 0.0
 ) -> tuple[Fabric, StepLog]:
     fab = Fabric(
-        hosts, ex.Setup(2000.0, dcqcn=profile).scaled(), payload=PAYLOAD, seed=1, rt_priority=0
+        hosts,
+        ex.Setup(2000.0, dcqcn=profile).scaled(),
+        payload=PAYLOAD,
+        seed=1,
+        rt_priority=0,
+        prop_s=(lambda _a, _b: prop_s) if prop_s else None,
     )
     delivered: list[StepLog] = []
 
@@ -128,3 +133,15 @@ def test_a_window_without_ack_frames_is_refused(hosts: list[Host]) -> None:
     fab = Fabric(hosts, ex.Setup(2000.0).scaled(), payload=PAYLOAD, seed=1, rt_priority=0)
     with pytest.raises(ValueError, match="needs ACK frames"):
         fab.connect("a-b", 0, 1, tag=1, window=3000)
+
+
+def test_propagation_holds_every_frame_so_the_window_waits_a_round_trip(
+    hosts: list[Host],
+) -> None:
+    # 50 ms each way, a window of 3 frames sent in 1.5 ms: the sender waits for a round trip
+    # after every window's worth, so the window fills ceil(60 / 3) - 1 = 19 times at least
+    fab, msg = run(hosts, window_frames=3, prop_s=0.05)
+    qp = next(iter(fab.senders.values()))
+    assert msg.received == PACKETS and qp.acks == PACKETS and not fab.held
+    assert qp.window_stalls >= PACKETS // 3 - 1
+    assert qp.max_in_flight == 3

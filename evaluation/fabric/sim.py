@@ -318,6 +318,9 @@ def simulate(
     wall = time.perf_counter() - t0
     st = {name: int(stats[i]) for name, i in STAT_NAMES.items()}
     st["end_ps"] = int(stats[kn.S_END_PS])
+    # mark decisions before the backlog gate, as a switch's `marks` counter counts them
+    # (`symphony_marks` are the CE marks that passed the gate)
+    st["symphony_decisions"] = int(js[:, 1:, sk.JS_MARKS].sum())
 
     cct, mean_ov = [], []
     spans = np.zeros((wl.n_jobs, wl.n_steps))

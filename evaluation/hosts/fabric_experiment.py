@@ -86,8 +86,12 @@ class FabricSetup:
     # their queues with no queue rate set (docs/experiments.md, Fabric: 3 hops 8,000 frames/s
     # under SCHED_FIFO against 20,000 without)
     switch_rt_priority: int = 0
-    # the NIC both instruments run (evaluation/fabric/dcqcn.py; the hosts: rate-only ones)
+    # the NIC both instruments run (evaluation/fabric/dcqcn.py PROFILES)
     profile: str = DEFAULT_PROFILE
+    # each link's propagation delay, real ns (the simulator's prop_ns; HPCC's 1 us): the hosts
+    # hold every frame for its path's, scaled (nic.Fabric prop_s); bmv2 has none of its own at
+    # this time scale. It sets HPCC's window (one BDP) in both instruments.
+    prop_real_ns: int = 1000
 
     @property
     def topo(self) -> Topology:
@@ -98,6 +102,13 @@ class FabricSetup:
         return ex.Setup(
             self.line_pps, dcqcn=host_profile(self.profile), rt_priority=self.rt_priority
         )
+
+    def prop_s(self, src: int, dst: int) -> float:
+        """One-way propagation between two hosts (by index), emulated seconds: every link of
+        the path (2 under one leaf, 4 across a spine) at `prop_real_ns`, scaled."""
+        hosts = self.topo.hosts
+        links = 2 if hosts[src].leaf == hosts[dst].leaf else 4
+        return links * self.prop_real_ns * 1e-9 * self.scale
 
     @property
     def scale(self) -> float:
@@ -118,6 +129,7 @@ class FabricSetup:
             rings=self.rings,
             chunk_bytes=self.chunk_packets * ex.PAYLOAD,
             link_gbps=REAL_GBPS,
+            prop_ns=self.prop_real_ns,
             mtu=mtu,
             header_bytes=HEADER_BYTES,
             buffer_pkts=self.queue_depth,
@@ -274,7 +286,18 @@ def run_fabric_collective(
     hosts = [Host(h.index, h.ifname, h.ip, h.mac, h.netns) for h in topo.hosts]
     job = bed.allocate(name, variant)
     switches = bed.job_switches(name)
-    fab = Fabric(hosts, p, payload=ex.PAYLOAD, seed=seed, rt_priority=s.rt_priority)
+    # per host pair, computed once: the loop asks for every frame it receives
+    delays = {
+        (a.index, b.index): s.prop_s(a.index, b.index) for a in topo.hosts for b in topo.hosts
+    }
+    fab = Fabric(
+        hosts,
+        p,
+        payload=ex.PAYLOAD,
+        seed=seed,
+        rt_priority=s.rt_priority,
+        prop_s=lambda src, dst: delays[src, dst],
+    )
     bound_s = lockstep_bound_us(cfg) * 1e-6 * s.scale
     assert bed.meter is not None
     try:
@@ -325,6 +348,9 @@ def run_fabric_collective(
         "cnps": sum(r.cnps for r in fab.receivers.values()),
         "acks": sum(r.acks for r in fab.receivers.values()),  # ACK frames (HPCC's profiles)
         "window_stalls": sum(qp.window_stalls for qp in run.qps),
+        # the round trip, frame to its ACK (ACK frames): its least and median over the run
+        "rtt_min_ms": min((t for qp in run.qps for t in qp.rtts), default=math.nan) * 1e3,
+        "rtt_median_ms": _median([t for qp in run.qps for t in qp.rtts]) * 1e3,
         "symphony_marks": sum(v.marks for v in live.values()),
         "queue_marks": sum(v.queue_marks for v in live.values()),
         "samples": sum(len(v) for v in series.values()),
@@ -346,6 +372,21 @@ def run_fabric_collective(
         row[f"overlap_max_{sw.name}"] = max((o for _t, o, _m in series.get(sw.name, [])), default=0)
     trace = {
         "messages": [asdict(m) for m in run.messages],
+        # per send (its index in Sends), the NIC's side: the rate after every change (loop
+        # seconds, packets/s), the CNPs it took, the ACKs, the window's stalls; the
+        # simulator's cc_trace is the same timeline (evaluation/hosts/flow_compare.py)
+        "qps": [
+            {
+                "send": i,
+                "rate_log": qp.rate_log,
+                "cnps": qp.rp.cnps,
+                "acks": qp.acks,
+                "window_stalls": qp.window_stalls,
+                "max_in_flight": qp.max_in_flight,
+                "rtt_min_s": min(qp.rtts, default=math.nan),
+            }
+            for i, qp in enumerate(run.qps)
+        ],
         "switches": series,
         "wire_overlap": wire,
     }
@@ -364,8 +405,14 @@ def simulate_row(setup: FabricSetup, variant: ex.Variant, seed: int) -> dict[str
         "sim_lockstep_bound_s": r.lockstep_us * to_s,
         "sim_overlap_max": r.max_overlap[0],
         "sim_overlap_mean": r.mean_overlap[0],
+        # decisions before the backlog gate, as the switches' `marks` counters (the bmv2
+        # column "Symphony marks") count them; `sim_symphony_marks` the CE marks after it
+        "sim_symphony_decisions": r.stats["symphony_decisions"],
         "sim_symphony_marks": r.stats["symphony_marks"],
         "sim_queue_marks": r.stats["queue_marks"],
+        "sim_ce": r.stats["ce_delivered"],
+        "sim_cnps": r.stats["cnps"],
+        "sim_acks": r.stats["acks"],
         "sim_dropped": r.stats["dropped"],
     }
 

@@ -20,12 +20,18 @@ reliable as RoCE's RC is with go-back-N: the receiver takes only the next PSN it
 discards a frame after a gap (`out_of_order`); a sender whose frames were all sent `rto_s` ago
 and not all taken resends from the first PSN its receiver lacks (the receiver's state is in this
 process, so it serves as the ACK; a real NIC learns it from ACKs, NAKs and its own timer).
+
+Propagation (`prop_s`, off unless given): bmv2's links have none at the emulation's time scale
+(a switch's real latency of ~0.1 ms is a few ns of the 10 Gb/s fabric it stands for), so a
+receiving host holds each frame for the path's scaled propagation delay before it acts on it:
+the fabric's propagation lumped at the path's end, as the simulator's round trip has it.
 """
 
 from __future__ import annotations
 
 import errno
 import gc
+import heapq
 import os
 import random
 import select
@@ -125,6 +131,10 @@ class SenderQP:
     window_stalls: int = 0  # times a due send waited for an ACK (the window was full)
     window_bound: bool = False
     max_in_flight: int = 0  # most frames sent and not acknowledged at once (ACK frames)
+    # ACK frames: (psn, loop time) of each frame not yet acknowledged, and the round trips
+    # measured (send to its ACK, loop seconds): the fabric's RTT as the sender sees it
+    unacked: deque[tuple[int, float]] = field(default_factory=deque)
+    rtts: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -155,8 +165,14 @@ class Fabric:
         seed: int,
         rt_priority: int = RT_PRIORITY,
         rto_s: float | None = None,
+        prop_s: Callable[[int, int], float] | None = None,
     ) -> None:
         self.hosts = {h.port: h for h in hosts}
+        # one-way propagation (emulated seconds) from the host at one port to another's
+        self.prop_s = prop_s
+        self.held: list[tuple[float, int, int, bytes]] = []  # (due, order, port, frame)
+        self._held_n = 0
+        self._port_of_ip = {wire.ip_bytes(h.endpoint.ip): h.port for h in hosts}
         self.rto_s = rto_s  # None: nothing is retransmitted (the experiments)
         self.rt_priority = rt_priority
         self.realtime = False  # whether the last run() got SCHED_FIFO
@@ -209,6 +225,7 @@ class Fabric:
         self.draining = True
         by_fd = {s.fileno(): port for port, s in self.socks.items()}
         self._receive(by_fd, list(self.socks.values()))
+        self._release(float("inf"))
         return HostCounts(self.frames_sent, self.frames_received, self.rx_drops())
 
     def host_counts(self) -> HostCounts:
@@ -217,7 +234,7 @@ class Fabric:
     def quiet_for(self, now: float) -> float:
         """How long no frame was sent or received, when no QP has anything left to send (a run
         that lost a frame waits for it forever: this ends it); 0 while a QP is busy."""
-        if any(qp.current is not None for qp in self.senders.values()):
+        if self.held or any(qp.current is not None for qp in self.senders.values()):
             return 0.0
         return now - self.last_activity
 
@@ -306,6 +323,7 @@ class Fabric:
         limit_s: float,
     ) -> float:
         self.t0 = time.perf_counter()
+        self.held.clear()
         for qp in self.senders.values():
             qp.rp = ReactionPoint(self.p, 0.0)
             qp.rate_log.append((0.0, qp.rp.rc))
@@ -329,6 +347,8 @@ class Fabric:
             turn = (turn + 1) % len(senders)
             self._send_due(senders[turn:] + senders[:turn], now)
             self._receive(by_fd, socks)
+            if self.held:
+                self._release(self.now())
             if until(now) or now > limit_s:
                 return now
             deadline = min(
@@ -339,6 +359,7 @@ class Fabric:
                 ]
                 + [qp.rp.next_deadline() for qp in self.senders.values()]
                 + [t for t, _ in todo[:1]]
+                + [h[0] for h in self.held[:1]]
                 + [now + 0.005]
             )
             wait = deadline - self.now()
@@ -451,6 +472,8 @@ class Fabric:
             msg.first_tx = now
             msg.first_psn = qp.psn
         qp.last_tx = now
+        if self.ack_frames:
+            qp.unacked.append((qp.psn, now))
         qp.psn = (qp.psn + 1) & PSN_MASK
         if self.ack_frames:
             qp.max_in_flight = max(qp.max_in_flight, (qp.psn - qp.una) & PSN_MASK)
@@ -502,7 +525,25 @@ class Fabric:
                 if addr[2] == PACKET_OUTGOING:
                     continue
                 self.frames_received += 1
-                self._handle(port, data)
+                if self.prop_s is None:
+                    self._handle(port, data)
+                else:
+                    self._hold(port, data)
+
+    def _hold(self, port: int, data: bytes) -> None:
+        """Keep a frame until its path's propagation has passed (`prop_s`)."""
+        now = self.now()
+        self.last_activity = now
+        src = self._port_of_ip.get(data[wire.IP_OFF + 12 : wire.IP_OFF + 16])
+        delay = 0.0 if src is None or self.prop_s is None else self.prop_s(src, port)
+        self._held_n += 1
+        heapq.heappush(self.held, (now + delay, self._held_n, port, data))
+
+    def _release(self, now: float) -> None:
+        """Act on every held frame whose propagation has passed by `now`, in arrival order."""
+        while self.held and self.held[0][0] <= now:
+            _due, _n, port, data = heapq.heappop(self.held)
+            self._handle(port, data)
 
     def _handle(self, port: int, data: bytes) -> None:
         p = wire.parse(data)
@@ -521,6 +562,10 @@ class Fabric:
                 # cumulative: every PSN up to p.psn; a late ACK of an older PSN moves nothing
                 if (p.psn + 1 - qp.una) & PSN_MASK <= (qp.psn - qp.una) & PSN_MASK:
                     qp.una = (p.psn + 1) & PSN_MASK
+                    while qp.unacked and (p.psn - qp.unacked[0][0]) & PSN_MASK < 1 << 23:
+                        psn, sent = qp.unacked.popleft()
+                        if psn == p.psn:
+                            qp.rtts.append(now - sent)
                     if qp.window_bound and not self._win_bound(qp):
                         self._window_opened(qp, now)
                 if not p.becn:
