@@ -1,0 +1,135 @@
+"""The fabric table: every (setup, NIC profile, variant) of several `fabric_experiment` runs,
+bmv2 and the simulator side by side, against issue 44's tolerance (the simulator's median CCT
+within 10 % of bmv2's; a policy's change against the baseline within 5 points of bmv2's, with
+the same sign).
+
+    python -m evaluation.hosts.fabric_table build/b44/*/ > table.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from evaluation.hosts.flow_compare import setup_of
+
+CCT_TOLERANCE = 0.10  # the simulator's median CCT against bmv2's
+CHANGE_TOLERANCE_PTS = 5.0  # a policy's change against the baseline, percentage points
+BASELINE = "baseline"
+
+
+@dataclass(frozen=True)
+class Cell:
+    setup: str
+    profile: str
+    variant: str
+    seeds: list[int]
+    bmv2_s: float  # median CCT over the seeds, emulated seconds
+    bmv2_lo: float
+    bmv2_hi: float
+    sim_s: float
+    bmv2_change: float  # percent against the same setup's baseline (0 for the baseline)
+    sim_change: float
+
+    @property
+    def cct_off(self) -> float:
+        """The simulator's median CCT against bmv2's, as a fraction."""
+        return self.sim_s / self.bmv2_s - 1
+
+    @property
+    def change_off(self) -> float:
+        return self.sim_change - self.bmv2_change
+
+    @property
+    def within(self) -> bool:
+        ok = abs(self.cct_off) <= CCT_TOLERANCE
+        if self.variant != BASELINE:
+            same_sign = (self.sim_change >= 0) == (self.bmv2_change >= 0)
+            ok = ok and abs(self.change_off) <= CHANGE_TOLERANCE_PTS and same_sign
+        return ok
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def cells(out: Path) -> list[Cell]:
+    """The cells of one fabric_experiment output directory (complete runs only)."""
+    s = setup_of(out)
+    label = f"{s.leaves}x{s.spines}x{s.hosts_per_leaf}, {s.rings} ring(s), {s.chunk_packets} pkts"
+    bm: dict[str, dict[int, float]] = defaultdict(dict)
+    for r in _rows(out / "runs.csv"):
+        if r.get("complete", "True") == "True":
+            bm[r["variant"]][int(r["seed"])] = float(r["cct_s"])
+    sim: dict[str, dict[int, float]] = defaultdict(dict)
+    for r in _rows(out / "sim.csv"):
+        sim[r["variant"]][int(r["seed"])] = float(r["sim_cct_s"])
+    if BASELINE not in bm:
+        raise ValueError(f"{out}: no baseline runs")
+    med = {v: statistics.median(x.values()) for v, x in bm.items()}
+    # the simulator on the seeds bmv2 completed
+    smed = {v: statistics.median(sim[v][k] for k in bm[v]) for v in bm}
+    out_cells = []
+    for v in bm:
+        out_cells.append(
+            Cell(
+                setup=label,
+                profile=s.profile,
+                variant=v,
+                seeds=sorted(bm[v]),
+                bmv2_s=med[v],
+                bmv2_lo=min(bm[v].values()),
+                bmv2_hi=max(bm[v].values()),
+                sim_s=smed[v],
+                bmv2_change=(med[v] / med[BASELINE] - 1) * 100,
+                sim_change=(smed[v] / smed[BASELINE] - 1) * 100,
+            )
+        )
+    return out_cells
+
+
+def markdown(all_cells: list[Cell]) -> str:
+    lines = [
+        "| setup | profile | variant | seeds | CCT bmv2, median (range) | simulator | sim vs bmv2 "
+        "| change bmv2 | change simulator | difference | within tolerance |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for c in all_cells:
+        base = c.variant == BASELINE
+        seeds = f"{c.seeds[0]}-{c.seeds[-1]}" if len(c.seeds) > 1 else str(c.seeds[0])
+        lines.append(
+            f"| {c.setup} | {c.profile} | {c.variant} | {seeds} | {c.bmv2_s:.3f} s "
+            f"({c.bmv2_lo:.2f}-{c.bmv2_hi:.2f}) | {c.sim_s:.3f} s | {c.cct_off * 100:+.1f} % | "
+            + ("" if base else f"{c.bmv2_change:+.1f} %")
+            + " | "
+            + ("" if base else f"{c.sim_change:+.1f} %")
+            + " | "
+            + ("" if base else f"{c.change_off:+.1f} pts")
+            + f" | {'yes' if c.within else '**no**'} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("runs", type=Path, nargs="+", help="fabric_experiment output directories")
+    args = ap.parse_args(argv)
+    out: list[Cell] = []
+    for d in args.runs:
+        try:
+            out += cells(d)
+        except (OSError, ValueError, KeyError) as e:
+            print(f"fabric_table: {d}: {e}", file=sys.stderr)
+            return 2
+    print(markdown(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

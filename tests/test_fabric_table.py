@@ -1,0 +1,64 @@
+"""The fabric table (evaluation/hosts/fabric_table.py): medians per (setup, profile, variant),
+both instruments' changes against their own baseline, and issue 44's tolerance applied as
+written (10 % on the CCT, 5 points and the same sign on a policy's change)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from evaluation.hosts import fabric_table as ft
+from evaluation.hosts.fabric_experiment import FabricSetup
+
+
+def write_run(d: Path, bmv2: dict[str, list[float]], sim: dict[str, list[float]]) -> Path:
+    d.mkdir()
+    s = FabricSetup(2, 2, 2, 2000.0, 1, 500, 1000, 2.0, 50.0, profile="hpcc-config")
+    (d / "settings.json").write_text(json.dumps(asdict(s)))
+    for name, rows, key in (("runs.csv", bmv2, "cct_s"), ("sim.csv", sim, "sim_cct_s")):
+        with (d / name).open("w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["variant", "seed", key])
+            for v, xs in rows.items():
+                for i, x in enumerate(xs):
+                    w.writerow([v, 100 + i, x])
+    return d
+
+
+def test_cells_compare_medians_and_changes(tmp_path: Path) -> None:
+    d = write_run(
+        tmp_path / "a",
+        {"baseline": [10, 11, 12], "k=0.01": [15, 16, 17], "gate8-k0.001": [9, 9.5, 10]},
+        {"baseline": [10.5, 11.5, 12.5], "k=0.01": [12, 12.5, 13], "gate8-k0.001": [11, 11, 11]},
+    )
+    by = {c.variant: c for c in ft.cells(d)}
+    base, paper, shipped = by["baseline"], by["k=0.01"], by["gate8-k0.001"]
+    assert base.bmv2_s == 11 and base.sim_s == 11.5 and base.within
+    assert paper.bmv2_change == pytest.approx(100 * 16 / 11 - 100)
+    assert paper.sim_change == pytest.approx(100 * 12.5 / 11.5 - 100)
+    assert not paper.within  # +45.5 % against +8.7 %: 36.8 points apart
+    # -13.6 % on bmv2, -4.3 % in the simulator: 9.3 points apart, same sign, still outside
+    assert shipped.change_off == pytest.approx(shipped.sim_change - shipped.bmv2_change)
+    assert not shipped.within
+    assert "**no**" in ft.markdown(ft.cells(d))
+
+
+def test_a_change_of_the_other_sign_is_outside_however_small(tmp_path: Path) -> None:
+    d = write_run(
+        tmp_path / "b",
+        {"baseline": [10.0], "gate8-k0.001": [9.9]},
+        {"baseline": [10.0], "gate8-k0.001": [10.1]},
+    )
+    c = {c.variant: c for c in ft.cells(d)}["gate8-k0.001"]
+    assert abs(c.change_off) < 5 and abs(c.cct_off) < 0.1 and not c.within
+
+
+def test_a_directory_without_runs_is_refused(tmp_path: Path) -> None:
+    assert ft.main([str(tmp_path / "missing")]) == 2
