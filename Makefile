@@ -32,7 +32,7 @@ help:
 	@echo "make experiment closed loop on bmv2 (DCQCN hosts, Fig. 9 and a ring) -> $(BUILD)/experiments/"
 	@echo "               (resumes an interrupted run; EXPERIMENT_ARGS=--fresh starts over)"
 	@echo "make experiment-long  Fig. 9 with 10x longer flows (~10 min) -> $(BUILD)/experiments-long/"
-	@echo "make experiment-fabric ring all-reduces across the bmv2 leaf-spine -> $(BUILD)/experiments-fabric*/ (PROFILE=$(PROFILE): the NIC)"
+	@echo "make experiment-fabric ring all-reduces across the bmv2 leaf-spine -> $(BUILD)/experiments-fabric*/ (PROFILES=\"$(PROFILES)\": the NICs)"
 	@echo "make evaluation  fabric simulator: every scenario, CSV + PNG -> $(BUILD)/evaluation/"
 	@echo "make shell     p4runtime-shell against the running switch (its own environment)"
 
@@ -128,15 +128,22 @@ experiment-long: setup build
 # 2x2x4 (two rings of 4 sharing the uplinks; 1,000 packets/s: eight hosts in one loop); then a
 # spine SIGKILLed and restarted under traffic (fabric_failover.py: reroute, restore, losses).
 # Starts and stops its own fabric and controller; needs root. Resumes where it stopped.
-# PROFILE: the NIC both instruments run (evaluation/fabric/dcqcn.py PROFILES, docs/nic.md; the
-# hosts take those without ACK frames: dcqcn-paper, the DCQCN paper's NIC)
-PROFILE ?= dcqcn-paper
+# PROFILES: the NICs both instruments run, one after the other (evaluation/fabric/dcqcn.py,
+# docs/nic.md): dcqcn-paper (the DCQCN paper's, rate only: what ConnectX NICs resemble),
+# hpcc-config (the paper's stack: HPCC's window, an ACK per packet; its 4 us decrease check
+# makes the calibration run it slower), also astra-config, hpcc-run-dcqcn. Each profile's runs
+# go to $(BUILD)/experiments-fabric[-8]/<profile>/; fabric_table puts them side by side.
+PROFILES ?= dcqcn-paper hpcc-config
 experiment-fabric: setup build
 	scripts/install_test_deps.sh nft ping
-	$(PY) -m evaluation.hosts.fabric_experiment --profile $(PROFILE) \
-		--out $(BUILD)/experiments-fabric $(EXPERIMENT_ARGS)
-	$(PY) -m evaluation.hosts.fabric_experiment --profile $(PROFILE) --hosts-per-leaf 4 --rings 2 \
-		--line-pps 1000 --out $(BUILD)/experiments-fabric-8 $(EXPERIMENT_ARGS)
+	set -e; for p in $(PROFILES); do \
+		$(PY) -m evaluation.hosts.fabric_experiment --profile $$p \
+			--out $(BUILD)/experiments-fabric/$$p $(EXPERIMENT_ARGS); \
+		$(PY) -m evaluation.hosts.fabric_experiment --profile $$p --hosts-per-leaf 4 --rings 2 \
+			--line-pps 1000 --out $(BUILD)/experiments-fabric-8/$$p $(EXPERIMENT_ARGS); \
+	done
+	$(PY) -m evaluation.hosts.fabric_table $(foreach p,$(PROFILES),$(BUILD)/experiments-fabric/$(p) $(BUILD)/experiments-fabric-8/$(p)) \
+		| tee $(BUILD)/experiments-fabric/table.md
 	$(PY) -m evaluation.hosts.fabric_failover | tee $(BUILD)/experiments-fabric/spine-lost.txt
 
 evaluation: setup

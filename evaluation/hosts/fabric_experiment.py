@@ -104,11 +104,17 @@ class FabricSetup:
         )
 
     def prop_s(self, src: int, dst: int) -> float:
-        """One-way propagation between two hosts (by index), emulated seconds: every link of
-        the path (2 under one leaf, 4 across a spine) at `prop_real_ns`, scaled."""
+        """The latency the hosts add to a frame from host `src` to host `dst` (by index),
+        emulated seconds: per link of the path (2 under one leaf, 4 across a spine) its
+        propagation (`prop_real_ns`, scaled) and one frame's serialisation. bmv2 has neither at
+        this time scale: a frame reaches the next hop the moment its rated queue releases it,
+        where the simulator's store-and-forward links (and any real one) deliver it one frame
+        time and the propagation later. Every frame takes one frame time (bmv2's links are
+        rated in frames), an ACK as much as data, as in the simulator's model of the emulation
+        (`sim_config`: `ack_bytes` = the frame's size)."""
         hosts = self.topo.hosts
         links = 2 if hosts[src].leaf == hosts[dst].leaf else 4
-        return links * self.prop_real_ns * 1e-9 * self.scale
+        return links * (self.prop_real_ns * 1e-9 * self.scale + 1.0 / self.line_pps)
 
     @property
     def scale(self) -> float:
@@ -587,8 +593,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--profile",
         default=DEFAULT_PROFILE,
         choices=sorted(PROFILES),
-        help="the NIC profile both instruments run (evaluation/fabric/dcqcn.py; the hosts "
-        f"take rate-only ones; default {DEFAULT_PROFILE})",
+        help="the NIC profile both instruments run (evaluation/fabric/dcqcn.py, docs/nic.md; "
+        f"default {DEFAULT_PROFILE})",
     )
     p.add_argument("--chunk", type=int, default=500, help="packets per step (one message)")
     p.add_argument(
@@ -638,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
         profile=args.profile,
     )
     try:
-        host_profile(setup.profile)  # a profile the hosts cannot run fails before any switch
+        host_profile(setup.profile)  # an unknown profile fails before any switch starts
     except ValueError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2

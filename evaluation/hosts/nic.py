@@ -21,10 +21,12 @@ discards a frame after a gap (`out_of_order`); a sender whose frames were all se
 and not all taken resends from the first PSN its receiver lacks (the receiver's state is in this
 process, so it serves as the ACK; a real NIC learns it from ACKs, NAKs and its own timer).
 
-Propagation (`prop_s`, off unless given): bmv2's links have none at the emulation's time scale
-(a switch's real latency of ~0.1 ms is a few ns of the 10 Gb/s fabric it stands for), so a
-receiving host holds each frame for the path's scaled propagation delay before it acts on it:
-the fabric's propagation lumped at the path's end, as the simulator's round trip has it.
+Latency (`prop_s`, off unless given): bmv2's links have none at the emulation's time scale (a
+switch's real latency of ~0.1 ms is a few ns of the 10 Gb/s fabric it stands for, and a frame
+reaches the next hop as its rated queue releases it, with no serialisation), so a receiving host
+holds each frame for its path's scaled propagation and store-and-forward serialisation before
+it acts on it: the fabric's latency lumped at the path's end, as the simulator's round trip has
+it (`fabric_experiment.FabricSetup.prop_s`).
 """
 
 from __future__ import annotations
