@@ -80,9 +80,20 @@ def bmv2_flows(trace: dict[str, Any], line_pps: float) -> dict[int, dict[str, An
             "cnps": q["cnps"],
             "cuts": sum(1 for a, b in pairwise(rates) if b < a),
             "min_rate": min(rates, default=1.0),
-            "rate_log": [(t, r / line_pps) for t, r in q["rate_log"]],
+            "rate_log": _span(
+                [(t, r / line_pps) for t, r in q["rate_log"]], m["first_tx"], m["last_rx"]
+            ),
         }
     return out
+
+
+def _span(log: list[tuple[float, float]], start: float, end: float) -> list[tuple[float, float]]:
+    """A rate timeline over one message, start to end: the rate in force at its start (line
+    rate if none was set before), every change within it, and the rate held to its end."""
+    before = [r for t, r in log if t <= start]
+    out = [(start, before[-1] if before else 1.0)]
+    out += [(t, r) for t, r in log if start < t < end]
+    return [*out, (end, out[-1][1])]
 
 
 def sim_flows(r: FabricResult, scale: float, *, paper: bool) -> dict[int, dict[str, Any]]:
@@ -102,9 +113,11 @@ def sim_flows(r: FabricResult, scale: float, *, paper: bool) -> dict[int, dict[s
             ),
             "cuts": int((code == kn.TR_CUT).sum()),
             "min_rate": float(rates.min()) if rates.size else 1.0,
-            "rate_log": [
-                (float(t) * to_s, float(x)) for t, x in zip(rows[:, 0], rates, strict=True)
-            ],
+            "rate_log": _span(
+                [(float(t) * to_s, float(x)) for t, x in zip(rows[:, 0], rates, strict=True)],
+                r.flow_begin_us[f] * 1e-6 * scale,
+                r.flow_done_us[f] * 1e-6 * scale,
+            ),
         }
     return out
 
@@ -197,15 +210,16 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, KeyError) as e:
         print(f"flow_compare: {e}", file=sys.stderr)
         return 2
-    stem = args.out / f"flows-{args.variant}-seed{args.seed}"
-    with stem.with_suffix(".csv").open("w", newline="") as f:
+    stem = f"flows-{args.variant}-seed{args.seed}"  # a variant's name may hold a dot (k=0.01)
+    csv_path, png_path = args.out / f"{stem}.csv", args.out / f"{stem}.png"
+    with csv_path.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=[x.name for x in fields(FlowPair)])
         w.writeheader()
         w.writerows(p.__dict__ for p in pairs)
-    plot(pairs, extra["timelines"], stem.with_suffix(".png"))
+    plot(pairs, extra["timelines"], png_path)
     for k, v in totals(pairs).items():
         print(f"{k}: {v:.3f}" if isinstance(v, float) else f"{k}: {v}")
-    print(f"-> {stem}.csv, {stem}.png")
+    print(f"-> {csv_path}, {png_path}")
     return 0
 
 
