@@ -14,11 +14,12 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
+from veth_hosts import deliveries, sh, veth_hosts
 
 from evaluation.fabric.dcqcn import HPCC_CONFIG, Dcqcn
 from evaluation.hosts import experiments as ex
 from evaluation.hosts import wire
-from evaluation.hosts.nic import Fabric, Host, ReceiverQP, StepLog
+from evaluation.hosts.nic import Fabric, Host, StepLog
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("nft") is None, reason="needs root and nft (veth, netns)"
@@ -29,10 +30,6 @@ PACKETS = 60
 PAYLOAD = 256
 # a MIDDLE frame's bytes: the window counts whole frames, as the simulator's kernel does
 FRAME = PAYLOAD + wire.ETH_LEN + wire.IP_LEN + wire.UDP_LEN + wire.BTH_LEN + wire.ICRC_LEN
-
-
-def sh(*cmd: str, input: str | None = None) -> None:
-    subprocess.run(cmd, check=True, capture_output=True, text=True, input=input)
 
 
 def drop_acks() -> None:
@@ -50,23 +47,13 @@ def drop_acks() -> None:
 
 @pytest.fixture
 def hosts() -> Iterator[list[Host]]:
-    subprocess.run(["ip", "link", "del", A_END], capture_output=True)
-    subprocess.run(["ip", "netns", "del", NS], capture_output=True)
-    sh("ip", "netns", "add", NS)
     try:
-        sh("ip", "link", "add", A_END, "type", "veth", "peer", "name", B_END, "netns", NS)
-        sh("ip", "link", "set", A_END, "up")
-        sh("ip", "-n", NS, "link", "set", B_END, "up")
-        yield [
-            Host(0, A_END, "10.78.0.1", "02:00:0a:4e:00:01"),
-            Host(1, B_END, "10.78.0.2", "02:00:0a:4e:00:02", netns=NS),
-        ]
+        with veth_hosts(NS, A_END, B_END, 78) as pair:
+            yield pair
     finally:
         subprocess.run(
             ["nft", "delete", "table", "netdev", "symphony_ack_test"], capture_output=True
         )
-        subprocess.run(["ip", "link", "del", A_END], capture_output=True)
-        subprocess.run(["ip", "netns", "del", NS], capture_output=True)
 
 
 def run(
@@ -80,12 +67,7 @@ def run(
         rt_priority=0,
         prop_s=(lambda _a, _b: prop_s) if prop_s else None,
     )
-    delivered: list[StepLog] = []
-
-    def on_delivered(_rx: ReceiverQP, msg: StepLog, _now: float) -> None:
-        delivered.append(msg)
-
-    fab.on_delivered = on_delivered
+    delivered = deliveries(fab)
     fab.open()
     try:
         qp = fab.connect("a-b", 0, 1, tag=1, window=window_frames * FRAME)

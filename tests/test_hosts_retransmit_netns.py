@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 
 import pytest
+from veth_hosts import deliveries, sh, veth_hosts
 
 from evaluation.hosts import experiments as ex
-from evaluation.hosts.nic import Fabric, Host, ReceiverQP, StepLog
+from evaluation.hosts.nic import Fabric, Host, StepLog
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("nft") is None, reason="needs root and nft (veth, netns)"
@@ -25,22 +25,9 @@ NS, A_END, B_END = "symphony-rtx-test", "rtx0", "rtx1"
 DROP_EVERY = 7
 
 
-def sh(*cmd: str, input: str | None = None) -> None:
-    subprocess.run(cmd, check=True, capture_output=True, text=True, input=input)
-
-
 @pytest.fixture
 def hosts() -> Iterator[list[Host]]:
-    subprocess.run(["ip", "link", "del", A_END], capture_output=True)
-    subprocess.run(["ip", "netns", "del", NS], capture_output=True)
-    sh("ip", "netns", "add", NS)
-    try:
-        sh("ip", "link", "add", A_END, "type", "veth", "peer", "name", B_END, "netns", NS)
-        for args in (
-            ["ip", "link", "set", A_END, "up"],
-            ["ip", "-n", NS, "link", "set", B_END, "up"],
-        ):
-            sh(*args)
+    with veth_hosts(NS, A_END, B_END, 77) as pair:
         sh(
             "ip", "netns", "exec", NS, "nft", "-f", "-",
             input=(
@@ -50,23 +37,12 @@ def hosts() -> Iterator[list[Host]]:
                 " }\n}\n"
             ),
         )  # fmt: skip
-        yield [
-            Host(0, A_END, "10.77.0.1", "02:00:0a:4d:00:01"),
-            Host(1, B_END, "10.77.0.2", "02:00:0a:4d:00:02", netns=NS),
-        ]
-    finally:
-        subprocess.run(["ip", "link", "del", A_END], capture_output=True)
-        subprocess.run(["ip", "netns", "del", NS], capture_output=True)
+        yield pair
 
 
 def run(hosts: list[Host], rto_s: float | None) -> tuple[Fabric, list[StepLog]]:
     fab = Fabric(hosts, ex.Setup(2000.0).scaled(), payload=256, seed=1, rt_priority=0, rto_s=rto_s)
-    delivered: list[StepLog] = []
-
-    def on_delivered(_rx: ReceiverQP, msg: StepLog, _now: float) -> None:
-        delivered.append(msg)
-
-    fab.on_delivered = on_delivered
+    delivered = deliveries(fab)
     fab.open()
     try:
         qp = fab.connect("a-b", 0, 1, tag=1)

@@ -49,6 +49,9 @@ class FabricResult:
     flow_done_us: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
     flow_begin_us: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
     cc_trace: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 8)))
+    # Symphony's mark decisions before the backlog gate, as a switch's `marks` counter counts
+    # them (stats' `symphony_marks` are the CE marks that passed the gate)
+    symphony_decisions: int = 0
 
     @property
     def cct_max_us(self) -> float:
@@ -318,9 +321,6 @@ def simulate(
     wall = time.perf_counter() - t0
     st = {name: int(stats[i]) for name, i in STAT_NAMES.items()}
     st["end_ps"] = int(stats[kn.S_END_PS])
-    # mark decisions before the backlog gate, as a switch's `marks` counter counts them
-    # (`symphony_marks` are the CE marks that passed the gate)
-    st["symphony_decisions"] = int(js[:, 1:, sk.JS_MARKS].sum())
 
     cct, mean_ov = [], []
     spans = np.zeros((wl.n_jobs, wl.n_steps))
@@ -352,6 +352,7 @@ def simulate(
         flow_done_us=f_done / PS,
         flow_begin_us=f_begin / PS,
         cc_trace=cc_trace[: stats[kn.S_TRACE_N]].copy(),
+        symphony_decisions=int(js[:, 1:, sk.JS_MARKS].sum()),
     )
 
 

@@ -413,7 +413,7 @@ def simulate_row(setup: FabricSetup, variant: ex.Variant, seed: int) -> dict[str
         "sim_overlap_mean": r.mean_overlap[0],
         # decisions before the backlog gate, as the switches' `marks` counters (the bmv2
         # column "Symphony marks") count them; `sim_symphony_marks` the CE marks after it
-        "sim_symphony_decisions": r.stats["symphony_decisions"],
+        "sim_symphony_decisions": r.symphony_decisions,
         "sim_symphony_marks": r.stats["symphony_marks"],
         "sim_queue_marks": r.stats["queue_marks"],
         "sim_ce": r.stats["ce_delivered"],
