@@ -65,6 +65,11 @@ ROCE_DPORT = 4791
 UDP = 17
 HEADER_BYTES = 58  # Ethernet, IPv4, UDP, BTH, ICRC around each data packet's payload
 REAL_GBPS = 10.0  # the link the emulated time scale stands for (dcqcn.Scaled)
+# The variants every fabric run compares: the baseline, the paper's policy (k = 0.01) and the
+# shipped one (gate 8, k = 0.001); the CLI's defaults, the regime search's and flow_compare's.
+PAPER_K = 0.01
+SHIPPED_GATE = (8, 0.001)
+VARIANTS = ex.variants([PAPER_K], [SHIPPED_GATE])
 RESULT_FILES = ("runs.csv", "sim.csv", "spoiled_runs.csv", "traces", "summary.md", "meta.json")
 
 
@@ -609,8 +614,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--sample-ms", type=float, default=50.0, help="register sampling period")
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--first-seed", type=int, default=100, help="seeds no choice was made on")
-    p.add_argument("--ks", default="0.01", help="the paper's policy at these k")
-    p.add_argument("--gates", default="8/0.001", help="gated variants GATE/K (the shipped one)")
+    p.add_argument("--ks", default=f"{PAPER_K}", help="the paper's policy at these k")
+    p.add_argument(
+        "--gates",
+        default="{}/{}".format(*SHIPPED_GATE),
+        help="gated variants GATE/K (the shipped one)",
+    )
     p.add_argument(
         "--max-reruns",
         type=int,

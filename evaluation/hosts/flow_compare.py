@@ -29,6 +29,7 @@ import numpy as np
 from evaluation.fabric import kernel as kn
 from evaluation.fabric.sim import FabricResult, simulate
 from evaluation.hosts import experiments as ex
+from evaluation.hosts import fabric_experiment as fx
 from evaluation.hosts.dcqcn import LINE_GBPS
 from evaluation.hosts.fabric_experiment import FabricSetup
 
@@ -60,7 +61,7 @@ def setup_of(out: Path) -> FabricSetup:
 
 
 def variant_of(name: str) -> ex.Variant:
-    for v in ex.variants([0.01], [(8, 0.001)]):
+    for v in fx.VARIANTS:
         if v.name == name:
             return v
     raise ValueError(f"unknown variant {name!r}")

@@ -440,8 +440,7 @@ class Fabric:
 
     def _win_bound(self, qp: SenderQP) -> bool:
         """IsWinBound: the frames sent and not acknowledged fill the window (at the current
-        rate under VAR_WIN), counted in whole frames as the kernel counts them. A QP that
-        waits for an ACK has its pacing credit capped as after any stall (MAX_BURST)."""
+        rate under VAR_WIN), counted in whole frames as the kernel counts them."""
         in_flight = ((qp.psn - qp.una) & PSN_MASK) * qp.frame_bytes
         bound = in_flight >= qp.rp.window_bytes(qp.window)
         if bound and not qp.window_bound:
@@ -533,11 +532,13 @@ class Fabric:
                     self._hold(port, data)
 
     def _hold(self, port: int, data: bytes) -> None:
-        """Keep a frame until its path's propagation has passed (`prop_s`)."""
+        """Keep a frame until its path's latency has passed (`prop_s`); a frame from no host
+        of ours is acted on at once (counted as unexpected there)."""
+        assert self.prop_s is not None
         now = self.now()
         self.last_activity = now
         src = self._port_of_ip.get(data[wire.IP_OFF + 12 : wire.IP_OFF + 16])
-        delay = 0.0 if src is None or self.prop_s is None else self.prop_s(src, port)
+        delay = 0.0 if src is None else self.prop_s(src, port)
         self._held_n += 1
         heapq.heappush(self.held, (now + delay, self._held_n, port, data))
 

@@ -31,6 +31,7 @@ from typing import Any
 from evaluation.fabric.scenarios import Run
 from evaluation.fabric.sweep import STORE_NAME, RunStore, run_sweep
 from evaluation.hosts import experiments as ex
+from evaluation.hosts import fabric_experiment as fx
 from evaluation.hosts.fabric_experiment import FabricSetup
 from evaluation.hosts.testbed import ROOT
 
@@ -40,9 +41,8 @@ HOSTS_PER_LEAF = (2, 3, 4)
 RINGS = (1, 2)
 CHUNKS = (100, 250, 500, 1000)  # packets per step
 PROFILES = ("dcqcn-paper", "hpcc-config")
-VARIANTS = ex.variants([0.01], [(8, 0.001)])  # baseline, the paper's policy, the shipped one
-SHIPPED = "gate8-k0.001"
-PAPER = "k=0.01"
+VARIANTS = fx.VARIANTS  # baseline, the paper's policy, the shipped one
+BASE, PAPER, SHIPPED = (v.name for v in VARIANTS)
 
 
 @dataclass(frozen=True)
@@ -99,16 +99,16 @@ def table(runs: list[Run], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         cct[run.scenario, run.param, run.variant].append(float(row["cct_us"]))
     out = []
     for label, prof in dict.fromkeys((r.scenario, r.param) for r in runs):
-        base = statistics.median(cct[label, prof, "baseline"])
+        base = statistics.median(cct[label, prof, BASE])
         entry: dict[str, Any] = {"config": label, "profile": prof, "baseline_us": base}
         for name, key in ((SHIPPED, "shipped"), (PAPER, "paper")):
             med = statistics.median(cct[label, prof, name])
             entry[f"{key}_us"] = med
             entry[f"{key}_change_pct"] = (med / base - 1) * 100
             # how many choosing seeds the policy shortened on their own (paired by seed)
-            pairs = zip(cct[label, prof, name], cct[label, prof, "baseline"], strict=True)
+            pairs = zip(cct[label, prof, name], cct[label, prof, BASE], strict=True)
             entry[f"{key}_seeds_faster"] = sum(a < b for a, b in pairs)
-        entry["seeds"] = len(cct[label, prof, "baseline"])
+        entry["seeds"] = len(cct[label, prof, BASE])
         out.append(entry)
     return out
 
