@@ -240,3 +240,33 @@ def test_a_run_too_large_for_an_arrive_payload_is_refused_by_name() -> None:
     cfg = FabricConfig(hosts=16, chunk_bytes=32 << 10, switch_buffer_pkts=1 << 28)
     with pytest.raises(ValueError, match=r"too large for the kernel: .* packets in flight"):
         simulate(cfg, 0)
+
+
+def test_trace_io_records_every_arrival_after_its_send() -> None:
+    """With trace_io, every data frame that reaches its receiver has a TR_RECV row (its PSN
+    index, its CE bit) no earlier than its TR_SEND row plus the path's latency: the frames'
+    queue waits flow_compare and the hosts' one-way delays are compared by."""
+    from evaluation.fabric import kernel as kn
+
+    packets = 200
+    res = simulate(
+        SMALL,
+        0,
+        flows=[(0, 5, 1, packets, 0), (1, 5, 1, packets, 0)],  # two senders into one port
+        cc_trace_rows=20 * packets,
+        trace_io=True,
+    )
+    assert res.stats["error"] == 0
+    tr = res.cc_trace[: int((res.cc_trace[:, 2] != 0).sum())]
+    hops = 4  # host 0 and 1 to host 5 cross a spine (conformance's trace flow takes this path)
+    least_ps = hops * (SMALL.prop_ns * 1000 + SER_US * 1e6)
+    waits = []
+    for f in (0, 1):
+        rows = tr[tr[:, 1] == f]
+        sent = {int(r[6]): r[0] for r in rows if r[2] == kn.TR_SEND}
+        got = rows[rows[:, 2] == kn.TR_RECV]
+        assert sorted(int(i) for i in got[:, 6]) == list(range(packets))
+        for r in got:
+            assert r[0] - sent[int(r[6])] >= least_ps - 1
+            waits.append(r[0] - sent[int(r[6])] - least_ps)
+    assert max(waits) > 10 * SER_US * 1e6  # the shared port queued them

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from evaluation.fabric.bound import link_load_bound_us
 from evaluation.fabric.collectives import build_sends, chunk_phases, lockstep_bound_us
 from evaluation.fabric.config import FabricConfig, MiB
-from evaluation.fabric.ecmp import NS3_SPORT_BASE, ns3_hash, ns3_ip
+from evaluation.fabric.ecmp import CONTROL_SPORT, NS3_SPORT_BASE, ns3_hash, ns3_ip
 from evaluation.fabric.sim import pfc_free_buffer, simulate
 from evaluation.fabric.topology import Fabric, Workload, build_fabric, build_workload
 from symphony.model.ecmp import next_hop
@@ -200,6 +200,26 @@ def test_switch_ecmp_takes_the_uplink_the_data_planes_hash_picks() -> None:
         uplinks.add(want)
     assert len(uplinks) == 4  # both uplinks of both ToRs carry some step
     assert np.array_equal(workload(cfg, 1)[1].f_path, wl.f_path)  # the same on every seed
+
+
+def test_switch_acks_hash_their_own_header() -> None:
+    """ecmp "switch": an ACK or CNP is a frame of its own to the bmv2 switches, hashed on its own
+    5-tuple (receiver -> sender, the hosts' CONTROL_SPORT), so it leaves the receiver's ToR on the
+    uplink next_hop picks for that header, which need not be the spine its data crossed."""
+    addrs = tuple(0x0A000000 | (h // 4) << 8 | (h % 4 + 1) for h in range(8))
+    cfg = FabricConfig(hosts=8, tors=2, spines=2, rings=2, ecmp="switch", host_addrs=addrs)
+    fab, wl = workload(cfg)
+    other_spine = 0
+    for f in np.nonzero(wl.f_plen == 4)[0]:
+        src, dst = int(wl.f_src[f]), int(wl.f_dst[f])
+        ups = fab.next_hops(int(fab.tor_of[dst]), src)
+        assert int(wl.f_rpath[f, 1]) == next_hop(
+            ups, addrs[dst], addrs[src], 17, CONTROL_SPORT, 4791
+        )
+        data_back = fab.reverse_path(wl.f_path[f], 4)
+        other_spine += int(wl.f_rpath[f, 1]) != int(data_back[1])
+    assert other_spine > 0  # the data's links back would be the wrong model of the fabric
+    assert (wl.f_rpath[:, 0] == wl.f_dst).all()  # the receiver's NIC first
 
 
 def test_ns3_acks_hash_their_own_header() -> None:

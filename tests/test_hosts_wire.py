@@ -15,6 +15,7 @@ from scapy.layers.l2 import Ether
 from conformance import packets as rp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from evaluation.fabric.ecmp import CONTROL_SPORT  # the simulator routes ACKs by it
 from evaluation.hosts import wire
 
 A = wire.Endpoint("10.0.0.1", "02:00:00:00:00:01")
@@ -60,7 +61,7 @@ def test_cnp_matches_scapy() -> None:
     want = raw(
         Ether(src=B.mac, dst=A.mac)
         / IP(src=B.ip, dst=A.ip, tos=0, id=0, flags=0)
-        / UDP(sport=0, dport=4791, chksum=0)
+        / UDP(sport=CONTROL_SPORT, dport=4791, chksum=0)
         / cnp(0x000101)
     )
     assert wire.cnp(B, A, 0x101) == want
@@ -71,7 +72,7 @@ def test_ack_matches_scapy(becn: int) -> None:
     want = raw(
         Ether(src=B.mac, dst=A.mac)
         / IP(src=B.ip, dst=A.ip, tos=0, id=0, flags=0)
-        / UDP(sport=0, dport=4791, chksum=0)
+        / UDP(sport=CONTROL_SPORT, dport=4791, chksum=0)
         / BTH(opcode=rp.ACK, dqpn=0x101, psn=0xABCDEF, becn=becn)
         / AETH(syndrome=wire.ACK_SYNDROME, msn=0)
     )

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 ROCE_DPORT = 4791
 UDP = 17
+# The UDP source port of the emulated hosts' ACK and CNP frames (evaluation/hosts/wire.py): the
+# bmv2 switches hash a control frame on its own 5-tuple (receiver -> sender, this port), not on
+# the data's, so ecmp "switch" routes the simulator's ACKs the same way.
+CONTROL_SPORT = 0
 # Astra-Sim's ns-3 frontend (scratch/common.h, entry.h send_flow): every host pair's source
 # ports count up from 10000, one per message; the destination port is 100.
 NS3_SPORT_BASE = 10000

@@ -116,8 +116,10 @@ S_TRACE_N = 33  # rows written to cc_trace
 # flow's previous row; events (TR_DONE: the QP completed, or the run ended). With Nic.trace_io
 # also TR_SEND (a data frame left the NIC: its PSN index instead of the stage, the window's
 # in-flight packets last) and TR_ACK (an ACK or NACK reached the sender: its sequence number,
-# then 1 for a CNP flag + 2 for a NACK). The codes are evaluation/nic/reaction_point.py's.
-TR_FIRST_CNP, TR_CUT, TR_INC, TR_CNP, TR_DONE, TR_SEND, TR_ACK = 1, 2, 3, 4, 5, 6, 7
+# then 1 for a CNP flag + 2 for a NACK) and TR_RECV (a data frame reached its receiver: its
+# PSN index, then its CE bit; the fabric's queue waits, sent to received, per frame). The
+# codes are evaluation/nic/reaction_point.py's.
+TR_FIRST_CNP, TR_CUT, TR_INC, TR_CNP, TR_DONE, TR_SEND, TR_ACK, TR_RECV = 1, 2, 3, 4, 5, 6, 7, 8
 ERR_POOL, ERR_HEAP, ERR_TIMEOUT, ERR_STUCK = 1, 2, 4, 8
 
 WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY = 6, 7, 8, 10
@@ -125,7 +127,9 @@ MODE_BASELINE, MODE_SYMPHONY, MODE_PQ = 0, 1, 2
 # Which simulation this kernel runs: bumped by every change that alters any run (the 45
 # recorded reference runs are re-recorded then). The sweep store keys results on it, so runs of
 # an older kernel in a runs.jsonl are run again, not read back. 2: ns-3's tie rule (issue 32).
-RESULTS_VERSION = 2
+# 3: under ecmp "switch" an ACK or CNP takes the path the switches hash its own header onto,
+# not its data's links back (issue 44; topology._choosers).
+RESULTS_VERSION = 3
 
 
 # The packet and port indices of the hottest handlers (pku, portu) are unsigned: numba indexes
@@ -452,6 +456,8 @@ def run(
                     idx = pkt[pku, PK_IDX]
                     exp = fl[f, FL_RCV_EXP]
                     reply = 0
+                    if tracing and trace_io:
+                        _trace_io(cc_trace, stats, now, f, TR_RECV, fl, fr, idx, pkt[pku, PK_CE])
                     if idx == exp:
                         reply = KIND_ACK
                         fl[f, FL_RCV_EXP] = exp + 1

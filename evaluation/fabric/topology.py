@@ -25,6 +25,7 @@ import numpy as np
 from evaluation.fabric.collectives import build_sends, dim_rings, lockstep_bound_us, ring_hosts
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.ecmp import (
+    CONTROL_SPORT,
     NS3_DPORT,
     NS3_SPORT_BASE,
     ROCE_DPORT,
@@ -255,6 +256,11 @@ def _choosers(
 
         return fab.route(src, dst, pick)
 
+    def switch_ack(src: int, dst: int, ring: int, sport: int) -> list[int]:
+        # an ACK or CNP is a frame of its own to the switches: hashed on its 5-tuple (receiver
+        # to sender, CONTROL_SPORT), so it may cross the other spine than the data it answers
+        return switch_hash(dst, src, ring, CONTROL_SPORT)
+
     def ns3(src: int, dst: int, ring: int, sport: int) -> list[int]:
         return ns3_paths(fab, src, dst, sport)[0]
 
@@ -267,7 +273,8 @@ def _choosers(
 
     ecmp = {"ns3": ns3, "switch": switch_hash, "salted": salted}[cfg.ecmp]
     data = static if cfg.routing == "static" else ecmp
-    ack = ns3_ack if (cfg.routing == "ecmp" and cfg.ecmp == "ns3") else same_links_back
+    own_header = {"ns3": ns3_ack, "switch": switch_ack}
+    ack = own_header.get(cfg.ecmp, same_links_back) if cfg.routing == "ecmp" else same_links_back
     return data, ack
 
 

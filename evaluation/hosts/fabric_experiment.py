@@ -395,6 +395,12 @@ def run_fabric_collective(
                 "window_stalls": qp.window_stalls,
                 "max_in_flight": qp.max_in_flight,
                 "rtt_min_s": min(qp.rtts, default=math.nan),
+                # each data frame's (arrival, wait in the switches' queues), 0.1 ms: the
+                # queues of its path as the frames found them
+                "waits": [
+                    [round(t, 4), round(w, 4)]
+                    for t, w in (qp.receiver.waits if qp.receiver is not None else [])
+                ],
             }
             for i, qp in enumerate(run.qps)
         ],

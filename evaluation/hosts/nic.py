@@ -137,6 +137,9 @@ class SenderQP:
     # measured (send to its ACK, loop seconds): the fabric's RTT as the sender sees it
     unacked: deque[tuple[int, float]] = field(default_factory=deque)
     rtts: list[float] = field(default_factory=list)
+    # loop time each data frame in flight left, by PSN: the receiver turns it into the frame's
+    # wait in the fabric's queues (ReceiverQP.waits)
+    sent_at: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -152,6 +155,9 @@ class ReceiverQP:
     ce: int = 0
     arrivals: list[tuple[float, int, int]] = field(default_factory=list)  # (t, step, ce)
     expected_psn: int = 0  # go-back-N (rto_s): the next PSN it takes
+    # (arrival, wait) per data frame, seconds: the time it spent in the switches' queues (its
+    # one-way delay less the path's latency the hosts add): the queue timeline of its path
+    waits: list[tuple[float, float]] = field(default_factory=list)
     out_of_order: int = 0  # frames discarded after a gap (rto_s)
 
 
@@ -475,6 +481,7 @@ class Fabric:
         qp.last_tx = now
         if self.ack_frames:
             qp.unacked.append((qp.psn, now))
+        qp.sent_at[qp.psn] = now
         qp.psn = (qp.psn + 1) & PSN_MASK
         if self.ack_frames:
             qp.max_in_flight = max(qp.max_in_flight, (qp.psn - qp.una) & PSN_MASK)
@@ -586,6 +593,10 @@ class Fabric:
                 return
             rx.expected_psn = (rx.expected_psn + 1) & PSN_MASK
         ce = int(p.ecn == wire.CE)
+        sent = rx.sender.sent_at.pop(p.psn, None)
+        if sent is not None:
+            arrived = now - (self.prop_s(rx.sender.src.port, port) if self.prop_s else 0.0)
+            rx.waits.append((arrived, arrived - sent))
         rx.received += 1
         rx.ce += ce
         rx.arrivals.append((now, p.step, ce))

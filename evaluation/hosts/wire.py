@@ -14,6 +14,7 @@ import zlib
 from dataclasses import dataclass
 
 from conformance import packets as rp
+from evaluation.fabric.ecmp import CONTROL_SPORT
 
 ETH_LEN, IP_LEN, UDP_LEN, BTH_LEN, RETH_LEN, ICRC_LEN = 14, 20, 8, 12, 16, 4
 IP_OFF = ETH_LEN
@@ -113,7 +114,7 @@ def cnp(src: Endpoint, dst: Endpoint, dqpn: int) -> bytes:
     body = _bth(rp.CNP, dqpn, 0, 0, becn=1) + b"\x00" * CNP_PAD
     udp_len = UDP_LEN + len(body) + ICRC_LEN
     ip = _ipv4(ip_bytes(src.ip), ip_bytes(dst.ip), 0, IP_LEN + udp_len)
-    udp = struct.pack("!HHHH", 0, rp.ROCEV2_PORT, udp_len, 0)
+    udp = struct.pack("!HHHH", CONTROL_SPORT, rp.ROCEV2_PORT, udp_len, 0)
     rest = ip + udp + body
     return mac_bytes(dst.mac) + mac_bytes(src.mac) + b"\x08\x00" + rest + icrc(rest)
 
@@ -126,7 +127,7 @@ def ack(src: Endpoint, dst: Endpoint, dqpn: int, psn: int, becn: int = 0) -> byt
     body = _bth(rp.ACK, dqpn, psn, 0, becn=becn) + struct.pack("!I", ACK_SYNDROME << 24)
     udp_len = UDP_LEN + len(body) + ICRC_LEN
     ip = _ipv4(ip_bytes(src.ip), ip_bytes(dst.ip), 0, IP_LEN + udp_len)
-    udp = struct.pack("!HHHH", 0, rp.ROCEV2_PORT, udp_len, 0)
+    udp = struct.pack("!HHHH", CONTROL_SPORT, rp.ROCEV2_PORT, udp_len, 0)
     rest = ip + udp + body
     return mac_bytes(dst.mac) + mac_bytes(src.mac) + b"\x08\x00" + rest + icrc(rest)
 

@@ -106,7 +106,8 @@ def kernel_trace(profile: Dcqcn, trace: Trace, cfg: FabricConfig = FABRIC) -> np
     tr = res.cc_trace
     if tr.shape[0] >= 8 * trace.packets + 10_000:
         raise RuntimeError(f"trace of {trace.name} overflowed")
-    return tr[tr[:, EV] != kn.TR_DONE]
+    # the sender's inputs and rate rows only: not its QP's end, not the receiver's arrivals
+    return tr[(tr[:, EV] != kn.TR_DONE) & (tr[:, EV] != kn.TR_RECV)]
 
 
 def replay(
