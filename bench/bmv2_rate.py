@@ -6,7 +6,12 @@ arithmetic. "On" tracks them with the full path (flow slot, per-job registers, t
 lookups, the threshold table and the coin: the lagging and outpacing flows keep 0 < P < 1).
 
 Rounds alternate on/off (ABAB...) so drift of the machine hits both alike; the result is the
-ratio of the median rates. Needs a running bmv2 (scripts/run_bench.sh starts one) and root.
+ratio of the median rates. In both modes the frames take the pipeline's other per-frame work as
+the fabric's switches run it (issue 46): their route names an ECMP group (one member, so the hash
+and the member lookup run and every frame still reaches port 1) and the ACK class is on (its
+entries written; a data frame's opcode misses them); `--no-ecmp` and `--no-ack-class` leave
+either out, as the bench ran before them. Needs a running bmv2 (scripts/run_bench.sh starts
+one) and root.
 
     python bench/bmv2_rate.py --packets 20000 --rounds 5
 
@@ -32,15 +37,33 @@ sys.path.insert(0, str(ROOT))  # the packet builders live on the test side (conf
 
 from conformance import packets as rp  # noqa: E402
 from symphony.model.params import JobParams  # noqa: E402
+from symphony.model.tables import TableEntrySpec  # noqa: E402
 from symphony.p4names import FLOW_BASE, JOB_COUNTERS, JOB_REGISTERS  # noqa: E402
 from symphony.sizes import BMV2_TICK_NS  # noqa: E402
 from symphony.switch import desired  # noqa: E402
+from symphony.switch.desired import ecmp_group_entries, ecmp_route  # noqa: E402
 from symphony.switch.thrift_registers import Bmv2Thrift  # noqa: E402
 from symphony_tools import testbed  # noqa: E402
 from symphony_tools.blocking import BlockingSwitch  # noqa: E402
 
 JOB = 1
 ETH_P_ALL = 0x0003
+OUT_PORT = 1  # the workload's destination, 10.0.1.0/24 (conformance.packets.rocev2's dst)
+ECMP_GROUP = 1
+
+
+def path_entries(*, ecmp: bool, ack_class: bool) -> list[TableEntrySpec]:
+    """The switch's entries apart from the job's: testbed's routes and tables, with the
+    workload's route through a one-member ECMP group and the ACK class's entries if asked."""
+    base = testbed.base_entries()
+    if ecmp:
+        prefix = 0x0A000000 | OUT_PORT << 8
+        base = [
+            *ecmp_group_entries(ECMP_GROUP, [OUT_PORT]),
+            *(e for e in base if e.match.get("dst_addr") != (prefix, 24)),
+            ecmp_route(prefix, 24, ECMP_GROUP),
+        ]
+    return base + (desired.ack_class_entries() if ack_class else [])
 
 
 def workload(n: int) -> list[bytes]:
@@ -120,6 +143,8 @@ def main() -> None:
     parser.add_argument("--build", type=Path, default=ROOT / "build" / "bmv2")
     parser.add_argument("--window", type=int, default=32, help="packets in flight at most")
     parser.add_argument("--sender-check", action="store_true")
+    parser.add_argument("--no-ecmp", action="store_true", help="a plain route to port 1")
+    parser.add_argument("--no-ack-class", action="store_true", help="the ACK class's table empty")
     args = parser.parse_args()
 
     build = args.build
@@ -132,7 +157,7 @@ def main() -> None:
     )
     thrift = Bmv2Thrift("127.0.0.1", args.thrift_port)
     sw.delete_all()
-    sw.write(testbed.base_entries())
+    sw.write(path_entries(ecmp=not args.no_ecmp, ack_class=not args.no_ack_class))
     # Absolute PSNs: every packet has a known p, so the whole marking path runs.
     params = JobParams(k=0.05, n_warmup=4, n_sample=32, psn_mode="absolute").to_action_params(
         BMV2_TICK_NS
@@ -185,7 +210,7 @@ def main() -> None:
     print(
         f"ratio on/off = {on / off:.3f}  (command: python bench/bmv2_rate.py "
         f"--packets {args.packets} --rounds {args.rounds} --window {args.window} "
-        f"--build {build})"
+        f"--build {build}{' --no-ecmp' * args.no_ecmp}{' --no-ack-class' * args.no_ack_class})"
     )
     sw.close()
 

@@ -3,9 +3,11 @@ side read from a trace (cuts counted as rate decreases), the totals."""
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -43,3 +45,37 @@ def test_totals() -> None:
     t = fc.totals([p, q])
     assert t["sum_s_bmv2"] == t["sum_s_sim"] == 4.0
     assert t["cnps_sim"] == 3 and t["sends_slower_in_sim"] == 1
+
+
+def _row(t: float, f: int, code: int, idx: int) -> list[float]:
+    return [t, f, code, 0, 0, 0, idx, 0]
+
+
+def test_sim_waits_are_one_way_delays_above_the_flows_least() -> None:
+    k = fc.kn
+    tr = np.array(
+        [
+            _row(0, 0, k.TR_SEND, 0),
+            _row(1, 0, k.TR_SEND, 1),
+            _row(10, 0, k.TR_RECV, 0),  # 10: the least, the empty path
+            _row(11, 0, k.TR_CUT, 0),  # a rate event: not a frame
+            _row(15, 0, k.TR_RECV, 1),  # 14: waited 4
+            _row(15, 0, k.TR_RECV, 1),  # a duplicate arrival: skipped
+            _row(20, 0, k.TR_SEND, 1),  # resent: the wait counts from the last send
+            _row(32, 0, k.TR_RECV, 1),  # 12: waited 2
+            _row(5, 1, k.TR_SEND, 0),
+            _row(7, 1, k.TR_RECV, 0),
+        ],
+        dtype=np.int64,
+    )
+    assert fc.sim_waits(tr, 0.5) == {0: [0.0, 2.0, 1.0], 1: [0.0]}
+
+
+def test_waits_per_send_and_in_the_totals() -> None:
+    assert fc._wait_ms([0.001, 0.003, 0.002]) == (2.0, 3.0)
+    assert all(math.isnan(x) for x in fc._wait_ms([]))
+    p = fc.FlowPair(0, 0, 1, 0, 1.0, 2.0, 1, 3, 1, 2, 0.5, 0.25, 2.0, 1.0, 9.0, 3.0)
+    q = fc.FlowPair(1, 1, 2, 0, 3.0, 2.0, 0, 0, 0, 0, 1.0, 1.0)  # no frames recorded: NaN
+    t = fc.totals([p, q])
+    assert t["wait_ms_median_bmv2"] == 2.0 and t["wait_ms_max_bmv2"] == 9.0
+    assert t["wait_ms_median_sim"] == 1.0 and t["wait_ms_max_sim"] == 3.0

@@ -4,9 +4,11 @@ simulator disagree, find the cause flow by flow).
 Reads a run of `fabric_experiment` (its settings.json and the trace of one variant and seed:
 every message's first frame sent and last received, every QP's rate after each change, the CNPs
 and ACKs it took, its window's stalls) and runs the simulator on the same configuration and
-seed with its NIC trace on (`cc_trace`: every rate event of every flow). The simulator's flow
-f is the hosts' send f (both take `collectives.build_sends`' order). Per send: message duration,
-CNPs taken, rate cuts, the lowest rate, in both; the totals; and a PNG of the rate timelines of
+seed with its NIC trace on (`cc_trace`: every rate event of every flow, and every data frame
+sent and received). The simulator's flow f is the hosts' send f (both take
+`collectives.build_sends`' order). Per send: message duration, CNPs taken, rate cuts, the lowest
+rate, and the queues its frames found on their path (each frame's wait: its one-way delay less
+the path's latency; median and peak), in both; the totals; and a PNG of the rate timelines of
 the sends whose durations differ most.
 
     python -m evaluation.hosts.flow_compare build/experiments-fabric-8 --variant baseline --seed 100
@@ -17,8 +19,10 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import statistics
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from itertools import pairwise
 from pathlib import Path
@@ -33,7 +37,8 @@ from evaluation.hosts import fabric_experiment as fx
 from evaluation.hosts.dcqcn import LINE_GBPS
 from evaluation.hosts.fabric_experiment import FabricSetup
 
-TRACE_ROWS = 2_000_000  # the simulator's cc_trace: enough for every rate event of a fabric run
+# the simulator's cc_trace: every rate event of a fabric run and 2-3 rows per data frame
+TRACE_ROWS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,11 @@ class FlowPair:
     sim_cuts: int
     bmv2_min_rate: float
     sim_min_rate: float
+    # the fabric's queues as the send's frames found them: each frame's wait, emulated ms
+    bmv2_wait_ms_median: float = math.nan
+    sim_wait_ms_median: float = math.nan
+    bmv2_wait_ms_max: float = math.nan
+    sim_wait_ms_max: float = math.nan
 
 
 def setup_of(out: Path) -> FabricSetup:
@@ -84,6 +94,7 @@ def bmv2_flows(trace: dict[str, Any], line_pps: float) -> dict[int, dict[str, An
             "rate_log": _span(
                 [(t, r / line_pps) for t, r in q["rate_log"]], m["first_tx"], m["last_rx"]
             ),
+            "waits": [w for _t, w in q.get("waits", [])],
         }
     return out
 
@@ -102,9 +113,11 @@ def sim_flows(r: FabricResult, scale: float, *, paper: bool) -> dict[int, dict[s
     (one TR_CUT row); under Mellanox's a CNP is a TR_CNP / TR_FIRST_CNP row of its own."""
     tr = r.cc_trace
     to_s = 1e-12 * scale
+    waits = sim_waits(tr, to_s)
+    rate_rows = tr[~np.isin(tr[:, 2], (kn.TR_SEND, kn.TR_ACK, kn.TR_RECV))]
     out: dict[int, dict[str, Any]] = {}
     for f in range(len(r.flow_done_us)):
-        rows = tr[tr[:, 1] == f]
+        rows = rate_rows[rate_rows[:, 1] == f]
         code = rows[:, 2]
         rates = rows[:, 3] / LINE_GBPS
         out[f] = {
@@ -119,21 +132,49 @@ def sim_flows(r: FabricResult, scale: float, *, paper: bool) -> dict[int, dict[s
                 r.flow_begin_us[f] * 1e-6 * scale,
                 r.flow_done_us[f] * 1e-6 * scale,
             ),
+            "waits": waits.get(f, []),
         }
     return out
+
+
+def sim_waits(tr: np.ndarray, to_s: float) -> dict[int, list[float]]:
+    """Each data frame's wait in the simulator's queues, per flow, in the trace's order: its
+    one-way delay (its PSN's last TR_SEND to its TR_RECV) less the flow's least one-way delay,
+    the propagation and per-hop frame times an empty path costs too (the hosts' side takes the
+    path's latency off the same way: nic.ReceiverQP.waits). Seconds times to_s's scale."""
+    sent: dict[tuple[int, int], float] = {}
+    delays: dict[int, list[float]] = {}
+    io = tr[np.isin(tr[:, 2], (kn.TR_SEND, kn.TR_RECV))]
+    for t, f, code, idx in zip(io[:, 0], io[:, 1], io[:, 2], io[:, 6], strict=True):
+        key = (int(f), int(idx))
+        if code == kn.TR_SEND:
+            sent[key] = float(t)
+        elif key in sent:  # an arrival after its send (a duplicate's second arrival: skipped)
+            delays.setdefault(key[0], []).append((float(t) - sent.pop(key)) * to_s)
+    return {f: [d - min(ds) for d in ds] for f, ds in delays.items()}
+
+
+def _wait_ms(waits: list[float]) -> tuple[float, float]:
+    """(median, peak) of a send's frame waits, ms; NaN where it has none recorded."""
+    if not waits:
+        return math.nan, math.nan
+    return 1e3 * statistics.median(waits), 1e3 * max(waits)
 
 
 def compare(out: Path, variant: str, seed: int) -> tuple[list[FlowPair], dict[str, Any]]:
     setup = setup_of(out)
     trace = json.loads((out / "traces" / f"{variant}-seed{seed}.json").read_text())
     b = bmv2_flows(trace, setup.line_pps)
-    r = simulate(setup.sim_config(variant_of(variant)), seed, cc_trace_rows=TRACE_ROWS)
+    r = simulate(
+        setup.sim_config(variant_of(variant)), seed, cc_trace_rows=TRACE_ROWS, trace_io=True
+    )
     s = sim_flows(r, setup.scale, paper=setup.ex_setup.dcqcn.rules == "dcqcn-paper")
     if r.cc_trace.shape[0] >= TRACE_ROWS:
         raise RuntimeError("the simulator's cc_trace overflowed: raise TRACE_ROWS")
     pairs = []
     for f, x in sorted(b.items()):
         m, y = x["m"], s[f]
+        (bw_med, bw_max), (sw_med, sw_max) = _wait_ms(x["waits"]), _wait_ms(y["waits"])
         pairs.append(
             FlowPair(
                 send=f,
@@ -148,6 +189,10 @@ def compare(out: Path, variant: str, seed: int) -> tuple[list[FlowPair], dict[st
                 sim_cuts=y["cuts"],
                 bmv2_min_rate=x["min_rate"],
                 sim_min_rate=y["min_rate"],
+                bmv2_wait_ms_median=bw_med,
+                sim_wait_ms_median=sw_med,
+                bmv2_wait_ms_max=bw_max,
+                sim_wait_ms_max=sw_max,
             )
         )
     timelines = {f: (b[f]["rate_log"], s[f]["rate_log"]) for f in b}
@@ -172,7 +217,21 @@ def totals(pairs: list[FlowPair]) -> dict[str, float]:
         "cuts_bmv2": tot("bmv2_cuts"),
         "cuts_sim": tot("sim_cuts"),
         "sends_slower_in_sim": sum(p.sim_s > p.bmv2_s for p in pairs),
+        # the queues: the median send's median frame wait, and the deepest any frame found
+        "wait_ms_median_bmv2": _nan_median(p.bmv2_wait_ms_median for p in pairs),
+        "wait_ms_median_sim": _nan_median(p.sim_wait_ms_median for p in pairs),
+        "wait_ms_max_bmv2": _nan_max(p.bmv2_wait_ms_max for p in pairs),
+        "wait_ms_max_sim": _nan_max(p.sim_wait_ms_max for p in pairs),
     }
+
+
+def _nan_median(xs: Iterable[float]) -> float:
+    vals = [x for x in xs if not math.isnan(x)]
+    return statistics.median(vals) if vals else math.nan
+
+
+def _nan_max(xs: Iterable[float]) -> float:
+    return max((x for x in xs if not math.isnan(x)), default=math.nan)
 
 
 def plot(pairs: list[FlowPair], timelines: dict[int, Any], path: Path, n: int = 4) -> None:

@@ -9,8 +9,11 @@ this machine's cores, or the scheduler `--cluster` names.
 
 What this machine can emulate (docs/experiments.md, "Fabric: the sustainable frame rate"): at
 most 4 bmv2 switches (2 leaves, 1-2 spines), up to 8 hosts in the one loop, and about 8,000
-data frames per second in all, so a setup of n hosts runs its links at 8,000 / n frames/s.
-That rate changes only the emulation's time scale, not what the simulator predicts.
+data frames per second in all without loss; but at that load a flow alone at line rate waits
+~150 frames in the fabric (the simulator: 1), so the search plans 4,000 in all, a setup of n
+hosts running its links at 4,000 / n frames/s (docs/experiments.md, "One NIC in both
+instruments"). That rate changes only the emulation's time scale, not what the simulator
+predicts.
 
     python -m evaluation.hosts.regime_search                 # -> build/regime-search/
     python -m evaluation.hosts.regime_search --seeds 10 --profile dcqcn-paper
@@ -35,7 +38,7 @@ from evaluation.hosts import fabric_experiment as fx
 from evaluation.hosts.fabric_experiment import FabricSetup
 from evaluation.hosts.testbed import ROOT
 
-FRAMES_PER_S = 8000.0  # all hosts together (the 2x2x4 experiment: 8 hosts x 1,000)
+FRAMES_PER_S = 4000.0  # all hosts together (the 2x2x4 experiment: 8 hosts x 500)
 SPINES = (1, 2)
 HOSTS_PER_LEAF = (2, 3, 4)
 RINGS = (1, 2)
