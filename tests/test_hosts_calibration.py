@@ -130,6 +130,16 @@ def test_cells_with_a_fixed_budget_give_up_after_it(tmp_path: Path) -> None:
     assert "no valid run in 2 attempts" in cells.unresolved[0]
 
 
+def test_a_cell_made_valid_later_is_no_longer_unresolved(tmp_path: Path) -> None:
+    """The fabric experiment tries a cell again after the others (a burst of stalls passes):
+    its valid run then clears the first round's failure, and only that cell's."""
+    cells = runs.Cells(tmp_path, 1)
+    assert cells.run("fabric", "k=0.01 seed 10", lambda n: row(50.0), LIMIT_MS) is None
+    assert cells.run("fabric", "k=0.01 seed 101", lambda n: row(50.0), LIMIT_MS) is None
+    assert cells.run("fabric", "k=0.01 seed 10", lambda n: row(1.0), LIMIT_MS) is not None
+    assert [u.split(":")[0] for u in cells.unresolved] == ["fabric k=0.01 seed 101"]
+
+
 def test_cells_never_allow_more_than_the_most_attempts(tmp_path: Path) -> None:
     cells = runs.Cells(tmp_path, None)
     cells.expect("exp 1", 100, 0.5)

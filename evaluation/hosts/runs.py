@@ -343,6 +343,7 @@ class Cells:
             log,
         )
         tally[2] += 1
+        self.unresolved = [u for u in self.unresolved if not u.startswith(f"{experiment} {cell}:")]
         if res.row is None:
             self.unresolved.append(
                 f"{experiment} {cell}: no valid run in {len(res.attempts)} attempts;"
