@@ -200,6 +200,7 @@ class Fabric:
         self.frames_received = 0  # every frame the hosts read (their own sends excluded)
         self.send_errors = 0  # sends the kernel refused (the frame never left)
         self.nic_free: dict[int, float] = {}  # per host: when its link can take the next frame
+        self.rr_last: dict[int, int] = {}  # per host: the index of the QP its NIC served last
         self.draining = False  # after the run: count what arrives, answer nothing
         self.last_activity = 0.0  # loop time of the last frame sent or received
         # Every send of the last run later than calibration.LOG_MIN_MS: (loop time, lateness),
@@ -337,7 +338,10 @@ class Fabric:
             qp.rate_log.append((0.0, qp.rp.rc))
         todo = sorted(timers, key=lambda t: t[0])
         senders = list(self.senders.values())
-        turn = 0
+        nics: dict[int, list[SenderQP]] = {}  # per host link, its QPs in the order made
+        for qp in senders:
+            nics.setdefault(qp.src.port, []).append(qp)
+        self.rr_last = {port: len(qps) - 1 for port, qps in nics.items()}
         self.nic_free = dict.fromkeys(self.hosts, 0.0)
         socks = list(self.socks.values())
         by_fd = {s.fileno(): port for port, s in self.socks.items()}
@@ -352,8 +356,7 @@ class Fabric:
             if self.rto_s is not None:
                 for qp in senders:
                     self._go_back(qp, now)
-            turn = (turn + 1) % len(senders)
-            self._send_due(senders[turn:] + senders[:turn], now)
+            self._send_due(nics, now)
             self._receive(by_fd, socks)
             if self.held:
                 self._release(self.now())
@@ -417,16 +420,26 @@ class Fabric:
                 qp.busy_time += now - qp.busy_since
                 qp.busy_since = None
 
-    def _send_due(self, order: list[SenderQP], now: float) -> None:
-        """Send every packet that is due, one per QP per pass (round robin), within each
-        host NIC's line rate: a host's QPs share its link, as on a real NIC."""
+    def _send_due(self, nics: dict[int, list[SenderQP]], now: float) -> None:
+        """Send every packet that is due, within each host NIC's line rate: a host's QPs
+        share its link, served round robin from the one after the last served (HPCC's
+        RdmaHw::GetNxtQp and its m_rrlast; the kernel's ready queue does the same). A scan of
+        all QPs in one order would give a host's first QP the link whenever several are due,
+        and so run its sends one after another where the simulator runs them side by side
+        (docs/experiments.md, "One NIC in both instruments": the regime fabric's convoys)."""
         line_gap = 1.0 / self.p.line_pps
         progress = True
         while progress:
             progress = False
-            for qp in order:
-                port = qp.src.port
-                if qp.current is not None and qp.next_send <= now and self.nic_free[port] <= now:
+            for port, qps in nics.items():
+                if self.nic_free[port] > now:
+                    continue
+                n, last = len(qps), self.rr_last[port]
+                for i in range(1, n + 1):
+                    k = (last + i) % n
+                    qp = qps[k]
+                    if qp.current is None or qp.next_send > now:
+                        continue
                     if qp.window:
                         was = qp.window_bound
                         if self._win_bound(qp):  # at the current rate (VAR_WIN)
@@ -442,7 +455,9 @@ class Fabric:
                     due = max(self.nic_free[port], qp.next_send)
                     self.nic_free[port] = due + line_gap
                     self._send_one(qp, now, wanted)
+                    self.rr_last[port] = k
                     progress = True
+                    break
 
     def _win_bound(self, qp: SenderQP) -> bool:
         """IsWinBound: the frames sent and not acknowledged fill the window (at the current
