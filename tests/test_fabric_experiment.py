@@ -63,3 +63,14 @@ def test_collisions_count_different_steps_on_one_uplink_at_once() -> None:
         [],
     )
     assert fx.ecmp_collisions(topo, run) == (1, 4)
+
+
+def test_a_deferred_rounds_attempts_get_names_of_their_own() -> None:
+    """The controller returns the job a request key already named; a deferred round counts its
+    attempts from 0 again, so its names must differ from the first round's (the first round
+    keeps the names it always had)."""
+    v = fx.VARIANTS[1]
+    first = {fx.attempt_name(v, 104, 0, n) for n in range(13)}
+    deferred = {fx.attempt_name(v, 104, 1, n) for n in range(13)}
+    assert len(first) == len(deferred) == 13 and not first & deferred
+    assert fx.attempt_name(v, 104, 0, 0) == "fab-k0.01-104-0"

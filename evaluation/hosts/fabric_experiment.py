@@ -160,6 +160,13 @@ class FabricSetup:
         ).validate()
 
 
+def attempt_name(v: ex.Variant, seed: int, round_: int, n: int) -> str:
+    """The job name (and the controller's request key) of attempt n of a cell in a round: a
+    deferred round's attempts count from 0 again, and a reused key would return the first
+    round's released job."""
+    return f"fab-{v.name}-{seed}-{n}".replace("=", "") + (f"-r{round_}" if round_ else "")
+
+
 def settings_of(s: FabricSetup, planned_pps: float) -> dict[str, Any]:
     """`planned_pps`: the link rate asked for; `s.line_pps` the one the calibration chose."""
     return {**asdict(s), "dcqcn": s.ex_setup.dcqcn.__dict__, "planned_line_pps": planned_pps}
@@ -756,11 +763,12 @@ def main(argv: list[str] | None = None) -> int:
                     n: int,
                     v: ex.Variant = v,
                     seed: int = seed,
+                    round_: int = round_,
                     traces: dict[int, dict[str, Any]] = traces,
                     bed: FabricBed = bed,
                 ) -> dict[str, Any]:
                     row, traces[n] = run_fabric_collective(
-                        bed, v, seed, f"fab-{v.name}-{seed}-{n}".replace("=", "")
+                        bed, v, seed, attempt_name(v, seed, round_, n)
                     )
                     return row
 
