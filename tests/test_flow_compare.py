@@ -79,3 +79,9 @@ def test_waits_per_send_and_in_the_totals() -> None:
     t = fc.totals([p, q])
     assert t["wait_ms_median_bmv2"] == 2.0 and t["wait_ms_max_bmv2"] == 9.0
     assert t["wait_ms_median_sim"] == 1.0 and t["wait_ms_max_sim"] == 3.0
+
+
+def test_cuts_are_rate_decreases_in_both_instruments() -> None:
+    # a cut at the floor (0.1 -> 0.1) changes nothing: the hosts never log it, so neither counts
+    assert fc.rate_decreases([1.0, 0.5, 0.25, 0.1, 0.1, 0.1, 0.2, 0.1]) == 4
+    assert fc.rate_decreases([]) == 0 and fc.rate_decreases([1.0]) == 0

@@ -89,7 +89,7 @@ def bmv2_flows(trace: dict[str, Any], line_pps: float) -> dict[int, dict[str, An
             "m": m,
             "dur": m["last_rx"] - m["first_tx"],
             "cnps": q["cnps"],
-            "cuts": sum(1 for a, b in pairwise(rates) if b < a),
+            "cuts": rate_decreases(rates),
             "min_rate": min(rates, default=1.0),
             "rate_log": _span(
                 [(t, r / line_pps) for t, r in q["rate_log"]], m["first_tx"], m["last_rx"]
@@ -97,6 +97,14 @@ def bmv2_flows(trace: dict[str, Any], line_pps: float) -> dict[int, dict[str, An
             "waits": [w for _t, w in q.get("waits", [])],
         }
     return out
+
+
+def rate_decreases(rates: list[float]) -> int:
+    """Cuts, counted alike in both instruments: how often a flow's rate fell. A cut at the rate
+    floor changes nothing and counts in neither (the hosts log only changes; the kernel's trace
+    has a TR_CUT row for it, which counting rows would add: 2,939 against bmv2's 442 on
+    hpcc-run-dcqcn 2x2x4, seed 101, with 3,915 and 3,804 CNPs, most flows at the floor)."""
+    return sum(1 for a, b in pairwise(rates) if b < a)
 
 
 def _span(log: list[tuple[float, float]], start: float, end: float) -> list[tuple[float, float]]:
@@ -125,7 +133,7 @@ def sim_flows(r: FabricResult, scale: float, *, paper: bool) -> dict[int, dict[s
             "cnps": int(
                 np.isin(code, (kn.TR_CUT,) if paper else (kn.TR_CNP, kn.TR_FIRST_CNP)).sum()
             ),
-            "cuts": int((code == kn.TR_CUT).sum()),
+            "cuts": rate_decreases(rates.tolist()),
             "min_rate": float(rates.min()) if rates.size else 1.0,
             "rate_log": _span(
                 [(float(t) * to_s, float(x)) for t, x in zip(rows[:, 0], rates, strict=True)],
