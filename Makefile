@@ -124,13 +124,14 @@ experiment-long: setup build
 
 # The paper's Fig. 1 in real frames (evaluation/hosts/fabric_experiment.py): ring all-reduces
 # across the bmv2 leaf-spine, baseline / the paper's policy / the shipped one, on held-out seeds,
-# the simulator's same configuration beside each; 2x2x2 (one ring of 4, 2,000 packets/s; 1,000
-# for the profiles that send an ACK frame per data frame: at 2,000 their 16,000 frames/s made a
-# lone flow wait 9 frames in bmv2 against 4 in the simulator and bmv2's baseline 6 % slower) and
-# 2x2x4 (two rings of 4 sharing the uplinks; 500 packets/s: eight hosts in one loop; at 1,000
-# a flow alone at line rate waited 150 frames in bmv2 against 1 in the simulator, whose
-# baseline then read 11 % faster: docs/experiments.md, "One NIC in both instruments"); then a
-# spine SIGKILLed and restarted under traffic (fabric_failover.py: reroute, restore, losses).
+# the simulator's same configuration beside each; 2x2x2 (one ring of 4) at 1,000 packets/s and
+# 2x2x4 (two rings of 4 sharing the uplinks) at 500: 4,000 data frames a second in all, as the
+# regime search plans (regime_search.FRAMES_PER_S). More lags bmv2 and the hosts' loop: at 2,000
+# frames/s per link 2x2x2's frames waited 9-29 frames in bmv2 against 0-4 in the simulator,
+# whose baseline read 27 % faster than bmv2's under dcqcn-paper (one run of three) and 6 %
+# under hpcc-config; at 1,000 a lone flow on 2x2x4 waited 150 frames against 1
+# (docs/experiments.md, "One NIC in both instruments"). Then a spine SIGKILLed and restarted
+# under traffic (fabric_failover.py: reroute, restore, losses).
 # Starts and stops its own fabric and controller; needs root. Resumes where it stopped.
 # PROFILES: the NICs both instruments run, one after the other (evaluation/fabric/dcqcn.py,
 # docs/nic.md): dcqcn-paper (the DCQCN paper's, rate only: what ConnectX NICs resemble),
@@ -146,16 +147,11 @@ MELLANOX_ARGS = --calibrate-s 0 --max-reruns 12
 FABRIC_ARGS_hpcc-config = $(MELLANOX_ARGS)
 FABRIC_ARGS_astra-config = $(MELLANOX_ARGS)
 FABRIC_ARGS_hpcc-run-dcqcn = $(MELLANOX_ARGS)
-# The 2x2x2 cell's link rate per profile (packets/s); the Mellanox profiles ACK every frame.
-PPS_4HOSTS = 2000
-PPS_4HOSTS_hpcc-config = 1000
-PPS_4HOSTS_astra-config = 1000
-PPS_4HOSTS_hpcc-run-dcqcn = 1000
 experiment-fabric: setup build
 	scripts/install_test_deps.sh nft ping
 	$(foreach p,$(PROFILES),\
 		$(PY) -m evaluation.hosts.fabric_experiment --profile $(p) $(FABRIC_ARGS_$(p)) \
-			--line-pps $(or $(PPS_4HOSTS_$(p)),$(PPS_4HOSTS)) \
+			--line-pps 1000 \
 			--out $(BUILD)/experiments-fabric/$(p) $(EXPERIMENT_ARGS) && \
 		$(PY) -m evaluation.hosts.fabric_experiment --profile $(p) $(FABRIC_ARGS_$(p)) \
 			--hosts-per-leaf 4 --rings 2 --line-pps 500 \
