@@ -12,6 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from evaluation.fabric.sim import FabricResult
 from evaluation.hosts import flow_compare as fc
 
 
@@ -85,3 +86,20 @@ def test_cuts_are_rate_decreases_in_both_instruments() -> None:
     # a cut at the floor (0.1 -> 0.1) changes nothing: the hosts never log it, so neither counts
     assert fc.rate_decreases([1.0, 0.5, 0.25, 0.1, 0.1, 0.1, 0.2, 0.1]) == 4
     assert fc.rate_decreases([]) == 0 and fc.rate_decreases([1.0]) == 0
+
+
+def test_the_simulators_cuts_at_the_floor_are_not_counted() -> None:
+    k, line = fc.kn, fc.LINE_GBPS
+    # flow 0: two cuts, then three TR_CUT rows at the floor; a TR_CNP row carries the rate too
+    rates = [(k.TR_CUT, 0.5), (k.TR_CUT, 0.1), (k.TR_CNP, 0.1), (k.TR_CUT, 0.1), (k.TR_CUT, 0.1)]
+    tr = np.array(
+        [[t, 0, code, r * line, 0, 0, 0, 0] for t, (code, r) in enumerate(rates)], dtype=float
+    )
+    result = FabricResult(
+        seed=0, cct_us=[1.0], max_overlap=[1], mean_overlap=[1.0],
+        overlap_series=np.zeros((1, 1)), rx_gbps_series=np.zeros((1, 1)), sample_us=1.0,
+        step_span_us=np.zeros((1, 1)), stats={}, wall_s=0.0, lockstep_us=1.0,
+        flow_done_us=np.array([10.0]), flow_begin_us=np.array([0.0]), cc_trace=tr,
+    )  # fmt: skip
+    f = fc.sim_flows(result, 1.0, paper=False)[0]
+    assert f["cuts"] == 2 and f["cnps"] == 1 and f["min_rate"] == 0.1

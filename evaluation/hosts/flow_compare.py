@@ -133,7 +133,8 @@ def sim_flows(r: FabricResult, scale: float, *, paper: bool) -> dict[int, dict[s
             "cnps": int(
                 np.isin(code, (kn.TR_CUT,) if paper else (kn.TR_CNP, kn.TR_FIRST_CNP)).sum()
             ),
-            "cuts": rate_decreases(rates.tolist()),
+            # a flow starts at line rate (as `_span` has it): its first row is after a change
+            "cuts": rate_decreases([1.0, *rates.tolist()]),
             "min_rate": float(rates.min()) if rates.size else 1.0,
             "rate_log": _span(
                 [(float(t) * to_s, float(x)) for t, x in zip(rows[:, 0], rates, strict=True)],
