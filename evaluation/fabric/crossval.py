@@ -8,6 +8,7 @@ are committed: `NS3` below.
 
     python -m evaluation.fabric.crossval              # every scenario, both profiles
     python -m evaluation.fabric.crossval --scenario S4-1MiB --profile hpcc-config
+    python -m evaluation.fabric.crossval --part regimes   # the collectives in every regime
 
 Scenarios (ns-3's topology files: hosts 0-31 on 4 ToRs of 8, 4 spines; S2 on 2 ToRs x 8 and
 one spine; 10 Gb/s, 1 us every link; every flow starts at 0 unless it waits for another):
@@ -24,9 +25,12 @@ ports 10000, 10001, ... per host pair). Frames as HPCC's: 1000 B of payload in 1
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 from dataclasses import dataclass, replace
+from pathlib import Path
 
+from evaluation.fabric import crossval_regimes
 from evaluation.fabric.config import (
     HPCC_BUFFER_PKTS,
     HPCC_HEADER,
@@ -160,15 +164,33 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--scenario", action="append", choices=SCENARIOS)
     ap.add_argument("--profile", action="append", choices=sorted(PROFILES))
     ap.add_argument("--seeds", type=int, default=5, help="our seeds 0..N-1 (ns-3 runs once)")
+    ap.add_argument(
+        "--part",
+        choices=("all", "small", "regimes"),
+        default="all",
+        help="small: S1-S4 above; regimes: the collectives in every regime (crossval_regimes)",
+    )
+    ap.add_argument("--regime-seeds", type=int, default=10, help="the kernel's seeds 100..")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--store", type=Path, default=Path("build/crossval/runs.jsonl"))
     args = ap.parse_args(argv)
+    if args.part in ("all", "small"):
+        small(args.scenario, args.profile, args.seeds)
+    if args.part in ("all", "regimes"):
+        seeds = range(100, 100 + args.regime_seeds)
+        print()
+        print(crossval_regimes.table(crossval_regimes.kernel_runs(seeds, args.store, args.workers)))
+
+
+def small(scenarios: list[str] | None, profiles: list[str] | None, seeds: int) -> None:
     print(
         "| scenario | profile | ns-3 last (us) | ours: median [min, max] | diff | "
         "ns-3 mean (us) | ours: median [min, max] | diff |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|")
-    for name in args.scenario or SCENARIOS:
-        for pname in args.profile or PROFILES:
-            med, lo, hi = over_seeds(name, PROFILES[pname], range(args.seeds))
+    for name in scenarios or SCENARIOS:
+        for pname in profiles or PROFILES:
+            med, lo, hi = over_seeds(name, PROFILES[pname], range(seeds))
             ref = NS3[name, pname]
             d_last = (med.last_us / ref.last_us - 1) * 100
             d_mean = (med.mean_us / ref.mean_us - 1) * 100

@@ -411,4 +411,5 @@ def custom_workload(
         f_start_ps=col[:, 4].copy(),
         n_jobs=1,
         n_steps=int(step.max(initial=0)) + 1,
+        f_sport=_empty() if spec.sports is None else np.array(spec.sports, dtype=np.int64),
     )
