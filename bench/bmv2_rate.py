@@ -27,6 +27,7 @@ import argparse
 import os
 import socket
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -133,6 +134,17 @@ def switch_cpu_s(env: testbed.Bmv2Env) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def switch_pid(env: testbed.Bmv2Env) -> int:
+    return int((env.run_dir / "switch.pid").read_text())
+
+
+def callgrind(env: testbed.Bmv2Env, *args: str) -> None:
+    """`callgrind_control` on the switch bmv2_env started under valgrind's callgrind (see
+    "Where the cycles go" in bench/README.md): instruction counts per function, which other
+    load on the machine does not change."""
+    subprocess.run(["callgrind_control", *args, str(switch_pid(env))], check=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--packets", type=int, default=20000)
@@ -145,6 +157,11 @@ def main() -> None:
     parser.add_argument("--sender-check", action="store_true")
     parser.add_argument("--no-ecmp", action="store_true", help="a plain route to port 1")
     parser.add_argument("--no-ack-class", action="store_true", help="the ACK class's table empty")
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="the switch runs under callgrind: zero its counts before a round, dump after",
+    )
     args = parser.parse_args()
 
     build = args.build
@@ -179,9 +196,13 @@ def main() -> None:
                 thrift.counter_reset(name)
             if mode == "on":
                 sw.write(job)
+            if args.callgrind:
+                callgrind(env, "--zero")
             cpu0 = switch_cpu_s(env)
             got, secs = measure(frames, env.host_if(0), env.host_if(1), args.window)
             cpu1 = switch_cpu_s(env)
+            if args.callgrind:
+                callgrind(env, f"--dump={mode}-round{r}-{got}pkts")
             if cpu0 is not None and cpu1 is not None and got:
                 cpu_us[mode].append((cpu1 - cpu0) / got * 1e6)
             if mode == "on":

@@ -7,6 +7,8 @@
 : "${SYMPHONY_RUN_DIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/run/bmv2}"
 : "${SYMPHONY_LOG_LEVEL:=warn}"                # bmv2 log level: trace debug info warn error off
 : "${SYMPHONY_SWITCH:=simple_switch_grpc}"
+: "${SYMPHONY_START_TIMEOUT_S:=10}"            # how long start.sh waits for both servers (a
+                                               # switch under valgrind needs about a minute)
 # Egress priority queues per port (simple_switch --priority-queues): data stays in priority 0,
 # the ACK class (docs/ack_priority.md) uses priority 1 when a switch's config turns it on, and
 # bmv2 drops a frame whose priority is not below this number. The controller's config says it

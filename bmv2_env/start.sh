@@ -99,7 +99,7 @@ nohup "$SYMPHONY_SWITCH" "${ifaces[@]}" \
 echo $! >"$pidfile"
 
 # Wait until both the P4Runtime and the Thrift server accept connections.
-for _ in $(seq 1 100); do
+for _ in $(seq 1 $((SYMPHONY_START_TIMEOUT_S * 10))); do
   kill -0 "$(cat "$pidfile")" 2>/dev/null || {
     cat "$logfile" >&2; rm -f "$pidfile"; nft delete table inet "$guard" 2>/dev/null
     die "bmv2 exited at start"
@@ -112,4 +112,4 @@ for _ in $(seq 1 100); do
   fi
   sleep 0.1
 done
-die "bmv2 did not answer within 10 s (log: $logfile)"
+die "bmv2 did not answer within $SYMPHONY_START_TIMEOUT_S s (log: $logfile)"
