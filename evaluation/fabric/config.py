@@ -26,7 +26,12 @@ RED = QueueParams()  # the paper's K_min/K_max/P_max (model/params.py), in 1 KB 
 # 100 KB of 1000 B (switch-mmu.cc ConfigEcn), which whole 1036 B packets (the kernel counts a
 # queue's bytes // MTU) come closest to at 48 and 96; BUFFER_SIZE 32 (MiB per switch).
 HPCC_MTU, HPCC_HEADER = 1036, 36
-HPCC_RED = QueueParams(k_min=48, k_max=96, p_max=0.2)
+# HPCC's KMIN_MAP / KMAX_MAP at 10 Gb/s: 50 and 100 KB (of 1000 B; switch-node.cc compares them
+# with the egress queue's bytes); the kernel's RED counts whole frames of HPCC_MTU, rounded down.
+HPCC_RED_KB = (50, 100)
+HPCC_RED = QueueParams(
+    k_min=HPCC_RED_KB[0] * 1000 // HPCC_MTU, k_max=HPCC_RED_KB[1] * 1000 // HPCC_MTU, p_max=0.2
+)
 HPCC_BUFFER_PKTS = 32 * MiB // HPCC_MTU
 
 

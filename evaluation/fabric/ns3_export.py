@@ -22,6 +22,7 @@ Files (whitespace separated, `#` comments):
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -89,9 +90,9 @@ def config_text(cfg: FabricConfig) -> str:
     if d.rules != "mellanox":
         raise ValueError(f"ns-3 runs HPCC's Mellanox rules, not {d.rules!r} ({d.name})")
     bps = round(cfg.link_gbps * 1e9)
-    # RED in the kernel counts whole frames of `mtu` bytes; HPCC's maps count KB of payload.
-    kmin = round(cfg.red.k_min * cfg.payload_bytes / KB)
-    kmax = round(cfg.red.k_max * cfg.payload_bytes / KB)
+    # HPCC's maps count KB of the egress queue's bytes; the kernel's RED whole frames of `mtu`
+    # bytes, rounded down from them (config.HPCC_RED): the smallest KB that many frames reach.
+    kmin, kmax = (math.ceil(k * cfg.mtu / KB) for k in (cfg.red.k_min, cfg.red.k_max))
     values: dict[str, object] = {
         "ENABLE_QCN": 1,
         "USE_DYNAMIC_PFC_THRESHOLD": int(cfg.pfc),

@@ -42,7 +42,7 @@ def run_one(ns3: str, root: Path, cell: tuple[str, str, str, int]) -> dict[str, 
         [
             ns3,
             f"--config={d / 'config.txt'}",
-            f"--topology={d / 'topology.txt'}",
+            f"--topo={d / 'topology.txt'}",
             f"--workload={d / 'workload.txt'}",
             f"--symphony={d / 'symphony.txt'}",
             f"--RngRun={run}",
