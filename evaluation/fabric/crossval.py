@@ -178,8 +178,12 @@ def main(argv: list[str] | None = None) -> None:
         small(args.scenario, args.profile, args.seeds)
     if args.part in ("all", "regimes"):
         seeds = range(100, 100 + args.regime_seeds)
+        kernel = crossval_regimes.kernel_runs(seeds, args.store, args.workers)
         print()
-        print(crossval_regimes.table(crossval_regimes.kernel_runs(seeds, args.store, args.workers)))
+        print(crossval_regimes.table(kernel))
+        crossval_regimes.write_csv(kernel, args.store.parent / "regimes.csv")
+        crossval_regimes.plot(kernel, args.store.parent / "regimes.png")
+        print(f"\n{args.store.parent / 'regimes.csv'}, {args.store.parent / 'regimes.png'}")
 
 
 def small(scenarios: list[str] | None, profiles: list[str] | None, seeds: int) -> None:

@@ -157,3 +157,52 @@ def table(kernel: dict[tuple[str, str, str], list[float]]) -> str:
                     f" {'yes' if ok else '**no**'} |"
                 )
     return "\n".join(lines)
+
+
+def write_csv(kernel: dict[tuple[str, str, str], list[float]], path: Path) -> None:
+    """Every run of both instruments, one line each: instrument, scenario, regime, variant, run
+    (ns-3's RngRun, the kernel's seed), CCT ms."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["instrument,scenario,regime,variant,run,cct_ms"]
+    for (s, r, v), runs in sorted(NS3.items()):
+        lines += [f"ns-3,{s},{r},{v},{n},{c}" for n, c in sorted(runs.cct_ms.items())]
+    for (s, r, v), ccts in sorted(kernel.items()):
+        lines += [f"kernel,{s},{r},{v},{i},{c:.3f}" for i, c in enumerate(ccts)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def plot(kernel: dict[tuple[str, str, str], list[float]], path: Path) -> None:
+    """One panel per scenario: every regime and variant, ns-3's runs beside the kernel's seeds,
+    each run a dot and the median a bar."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(SCENARIOS), figsize=(5 * len(SCENARIOS), 4.2))
+    cells = [(r, v) for r in REGIMES for v in VARIANTS]
+    for ax, s in zip(axes, SCENARIOS, strict=True):
+        for i, (r, v) in enumerate(cells):
+            ns = list(NS3[(s, r, v)].cct_ms.values()) if (s, r, v) in NS3 else []
+            for dx, xs, color in (
+                (-0.18, ns, "black"),
+                (0.18, kernel.get((s, r, v), []), "tab:blue"),
+            ):
+                if xs:
+                    ax.scatter([i + dx] * len(xs), xs, s=9, color=color, alpha=0.6)
+                    med = statistics.median(xs)
+                    ax.plot([i + dx - 0.12, i + dx + 0.12], [med, med], color=color, lw=2)
+        ax.set_xticks(range(len(cells)))
+        ax.set_xticklabels(
+            [f"{r}\n{'Sym' if v == 'symphony' else 'DCQCN'}" for r, v in cells], fontsize=7
+        )
+        ax.set_title(s)
+        ax.set_ylabel("collective completion (ms)")
+        ax.set_ylim(bottom=0)
+    axes[0].scatter([], [], color="black", label="ns-3 (RngRuns)")
+    axes[0].scatter([], [], color="tab:blue", label="kernel (seeds)")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
