@@ -48,6 +48,7 @@ REGIMES: dict[str, Callable[[Dcqcn], Dcqcn]] = {
     "ack-priority": _ack_priority,
     "both": lambda d: _ack_priority(_no_window(d)),
 }
+SHORT = {"default": "default", "no-window": "no win", "ack-priority": "ACK prio", "both": "both"}
 _ECMP = replace(TABLE1, topology="rings", splits=1)  # scenarios.scenario_runs("ecmp")
 SCENARIOS: dict[str, FabricConfig] = {
     "table1": TABLE1,
@@ -194,7 +195,7 @@ def plot(kernel: dict[tuple[str, str, str], list[float]], path: Path) -> None:
                     ax.plot([i + dx - 0.12, i + dx + 0.12], [med, med], color=color, lw=2)
         ax.set_xticks(range(len(cells)))
         ax.set_xticklabels(
-            [f"{r}\n{'Sym' if v == 'symphony' else 'DCQCN'}" for r, v in cells], fontsize=7
+            [f"{SHORT[r]}\n{'Sym' if v == 'symphony' else 'DCQCN'}" for r, v in cells], fontsize=7
         )
         ax.set_title(s)
         ax.set_ylabel("collective completion (ms)")
