@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.dcqcn import Dcqcn
 from evaluation.fabric.scenarios import TABLE1, Run
@@ -121,12 +123,31 @@ def _spread(xs: list[float]) -> str:
     return f"{statistics.median(xs):.1f} [{min(xs):.1f}, {max(xs):.1f}]"
 
 
+BOOTSTRAP_REPS = 4000
+
+
+def _medians(rng: np.random.Generator, xs: list[float]) -> np.ndarray:
+    """Medians of BOOTSTRAP_REPS resamples of xs (with replacement)."""
+    a = np.asarray(xs, dtype=float)
+    return np.median(rng.choice(a, size=(BOOTSTRAP_REPS, a.size)), axis=1)
+
+
+def _interval(x: np.ndarray) -> tuple[float, float]:
+    lo, hi = np.percentile(x, [5, 95])
+    return float(lo), float(hi)
+
+
 def table(kernel: dict[tuple[str, str, str], list[float]]) -> str:
     """Markdown: per (scenario, regime, variant) ns-3's runs, the kernel's median over seeds, the
-    CCT difference; per Symphony row the change against DCQCN alone in both and its difference."""
+    CCT difference; per Symphony row the change against DCQCN alone in both and its difference.
+    Beside each difference its 90 % interval from resampling both instruments' runs (seeded):
+    a cell outside the tolerance whose interval reaches inside it is not resolved by the runs
+    ("sampling"); one whose interval lies outside too is a difference ("**no**")."""
+    rng = np.random.default_rng(0)
     lines = [
         "| scenario | regime | variant | ns-3 CCT ms: median [min, max] (runs) | kernel: median"
-        " [min, max] (seeds) | CCT diff | change ns-3 | change kernel | diff (pts) | within |",
+        " [min, max] (seeds) | CCT diff [90 %] | change ns-3 | change kernel |"
+        " diff (pts) [90 %] | within |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for s in SCENARIOS:
@@ -136,26 +157,34 @@ def table(kernel: dict[tuple[str, str, str], list[float]]) -> str:
                 n = NS3.get((s, r, v))
                 if not k:
                     continue
-                kmed = statistics.median(k)
                 if n is None or not n.cct_ms:
                     kcol = f"{_spread(k)} ({len(k)})"
                     lines.append(f"| {s} | {r} | {v} | not run | {kcol} | | | | | |")
                     continue
                 ns = list(n.cct_ms.values())
-                nmed = statistics.median(ns)
-                diff = kmed / nmed - 1
-                ok = abs(diff) <= CCT_TOLERANCE
+                kb, nb = _medians(rng, k), _medians(rng, ns)
+                diff = (statistics.median(k) / statistics.median(ns) - 1) * 100
+                dlo, dhi = _interval((kb / nb - 1) * 100)
+                ok = abs(diff) <= CCT_TOLERANCE * 100
+                reach = dlo <= CCT_TOLERANCE * 100 and dhi >= -CCT_TOLERANCE * 100
                 ch_n = ch_k = dpts = ""
                 base_n, base_k = NS3.get((s, r, "baseline")), kernel.get((s, r, "baseline"))
                 if v != "baseline" and base_n and base_n.cct_ms and base_k:
-                    cn = (nmed / statistics.median(base_n.cct_ms.values()) - 1) * 100
-                    ck = (kmed / statistics.median(base_k) - 1) * 100
-                    ch_n, ch_k, dpts = f"{cn:+.1f} %", f"{ck:+.1f} %", f"{ck - cn:+.1f}"
+                    bn = list(base_n.cct_ms.values())
+                    cn = (statistics.median(ns) / statistics.median(bn) - 1) * 100
+                    ck = (statistics.median(k) / statistics.median(base_k) - 1) * 100
+                    boot = (kb / _medians(rng, base_k) - nb / _medians(rng, bn)) * 100
+                    plo, phi = _interval(boot)
+                    ch_n, ch_k = f"{cn:+.1f} %", f"{ck:+.1f} %"
+                    dpts = f"{ck - cn:+.1f} [{plo:+.1f}, {phi:+.1f}]"
                     ok = ok and abs(ck - cn) <= CHANGE_TOLERANCE_PTS
+                    tol = CHANGE_TOLERANCE_PTS
+                    reach = reach and plo <= tol and phi >= -tol
+                verdict = "yes" if ok else ("sampling" if reach else "**no**")
                 lines.append(
                     f"| {s} | {r} | {v} | {_spread(ns)} ({len(ns)}) | {_spread(k)} ({len(k)}) |"
-                    f" {diff * 100:+.1f} % | {ch_n} | {ch_k} | {dpts} |"
-                    f" {'yes' if ok else '**no**'} |"
+                    f" {diff:+.1f} % [{dlo:+.1f}, {dhi:+.1f}] | {ch_n} | {ch_k} | {dpts} |"
+                    f" {verdict} |"
                 )
     return "\n".join(lines)
 
