@@ -25,15 +25,20 @@ from tqdm import tqdm
 from evaluation.fabric import crossval_regimes as xr
 from evaluation.fabric import ns3_export
 
-STORE = Path("build/crossval/ns3-runs.jsonl")
+STORE = Path("build/crossval/ns3-runs-schedule.jsonl")
 
 
 def cell_dir(root: Path, scenario: str, regime: str, variant: str, run: int) -> Path:
     return root / scenario / regime / variant / str(run)
 
 
-def run_one(ns3: str, root: Path, cell: tuple[str, str, str, int]) -> dict[str, object]:
-    """One ns-3 run of a cell; the driver's whole output is kept beside its input files."""
+def run_one(
+    ns3: str, root: Path, cell: tuple[str, str, str, int], post: str = "schedule"
+) -> dict[str, object]:
+    """One ns-3 run of a cell; the driver's whole output is kept beside its input files.
+    `post`: when a flow whose predecessors are delivered starts in the driver: "schedule" after
+    the receiver has queued its ACK of the delivering packet (the kernel's order: it queues the
+    ACK in the same event and pops the successor's start after it), "direct" before it."""
     scenario, regime, variant, run = cell
     d = cell_dir(root, scenario, regime, variant, run)
     ns3_export.write(xr.scenario_config(scenario, regime, variant), run, d)
@@ -46,6 +51,7 @@ def run_one(ns3: str, root: Path, cell: tuple[str, str, str, int]) -> dict[str, 
             f"--workload={d / 'workload.txt'}",
             f"--symphony={d / 'symphony.txt'}",
             f"--RngRun={run}",
+            f"--post={post}",
         ],
         capture_output=True,
         text=True,
@@ -68,6 +74,7 @@ def run_one(ns3: str, root: Path, cell: tuple[str, str, str, int]) -> dict[str, 
         "cct_ms": xr.parse_driver_output(out.stdout),
         "stats": stats,
         "wall_s": round(time.time() - t0, 1),
+        "post": post,
     }
 
 
@@ -102,9 +109,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--regime", action="append", choices=sorted(xr.REGIMES))
     ap.add_argument("--variant", action="append", choices=xr.VARIANTS)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--root", type=Path, default=Path("build/crossval/ns3"))
+    ap.add_argument("--root", type=Path, default=Path("build/crossval/ns3-schedule"))
     ap.add_argument("--store", type=Path, default=STORE)
     ap.add_argument("--print", action="store_true", help="print the NS3 literal and stop")
+    ap.add_argument(
+        "--post",
+        choices=("schedule", "direct"),
+        default="schedule",
+        help="a successor starts after the receiver's ACK is queued (the kernel's order) or before",
+    )
     args = ap.parse_args(argv)
     if args.print:
         print(ns3_literal(args.store))
@@ -126,7 +139,7 @@ def main(argv: list[str] | None = None) -> None:
         open(args.store, "a") as fh,
         tqdm(total=len(cells), desc="ns-3 runs", unit="run") as bar,
     ):
-        futures = {pool.submit(run_one, args.ns3, args.root, c): c for c in cells}
+        futures = {pool.submit(run_one, args.ns3, args.root, c, args.post): c for c in cells}
         for fut in as_completed(futures):
             try:
                 res = fut.result()
