@@ -75,9 +75,82 @@ class Ns3Runs:
     cct_ms: dict[int, float]
 
 
-# (scenario, regime, variant) -> ns-3's runs. Filled from the driver's output by
-# `parse_driver_output`; empty cells are shown as not run.
-NS3: dict[tuple[str, str, str], Ns3Runs] = {}
+# (scenario, regime, variant) -> ns-3's runs (`python -m evaluation.fabric.ns3_run --print`, runs
+# 100-104 with the successor after the receiver's ACK, the kernel's order; 2026-12-06).
+NS3: dict[tuple[str, str, str], Ns3Runs] = {
+    ("ecmp-1MiB", "ack-priority", "baseline"): Ns3Runs(
+        {100: 28.216, 101: 29.297, 102: 27.658, 103: 28.634, 104: 28.693}
+    ),
+    ("ecmp-1MiB", "ack-priority", "symphony"): Ns3Runs(
+        {100: 33.877, 101: 33.96, 102: 33.079, 103: 33.133, 104: 33.623}
+    ),
+    ("ecmp-1MiB", "both", "baseline"): Ns3Runs(
+        {100: 33.163, 101: 36.785, 102: 34.459, 103: 33.862, 104: 38.075}
+    ),
+    ("ecmp-1MiB", "both", "symphony"): Ns3Runs(
+        {100: 45.929, 101: 45.935, 102: 44.269, 103: 46.706, 104: 46.356}
+    ),
+    ("ecmp-1MiB", "default", "baseline"): Ns3Runs(
+        {100: 38.478, 101: 37.489, 102: 36.511, 103: 36.406, 104: 37.24}
+    ),
+    ("ecmp-1MiB", "default", "symphony"): Ns3Runs(
+        {100: 34.558, 101: 33.587, 102: 34.877, 103: 34.482, 104: 33.96}
+    ),
+    ("ecmp-1MiB", "no-window", "baseline"): Ns3Runs(
+        {100: 33.58, 101: 38.555, 102: 36.172, 103: 35.316, 104: 37.886}
+    ),
+    ("ecmp-1MiB", "no-window", "symphony"): Ns3Runs(
+        {100: 48.229, 101: 47.066, 102: 45.91, 103: 47.298, 104: 48.088}
+    ),
+    ("ecmp-8MiB", "ack-priority", "baseline"): Ns3Runs(
+        {100: 254.452, 101: 230.302, 102: 215.169, 103: 248.429, 104: 222.823}
+    ),
+    ("ecmp-8MiB", "ack-priority", "symphony"): Ns3Runs(
+        {100: 230.828, 101: 232.051, 102: 232.712, 103: 231.002, 104: 233.771}
+    ),
+    ("ecmp-8MiB", "both", "baseline"): Ns3Runs(
+        {100: 255.643, 101: 256.202, 102: 243.6, 103: 264.081, 104: 244.309}
+    ),
+    ("ecmp-8MiB", "both", "symphony"): Ns3Runs(
+        {100: 309.982, 101: 305.529, 102: 298.459, 103: 299.381, 104: 305.375}
+    ),
+    ("ecmp-8MiB", "default", "baseline"): Ns3Runs(
+        {100: 336.131, 101: 343.91, 102: 332.799, 103: 343.214, 104: 315.475}
+    ),
+    ("ecmp-8MiB", "default", "symphony"): Ns3Runs(
+        {100: 241.351, 101: 240.53, 102: 242.68, 103: 246.584, 104: 239.772}
+    ),
+    ("ecmp-8MiB", "no-window", "baseline"): Ns3Runs(
+        {100: 268.437, 101: 266.846, 102: 241.661, 103: 261.608, 104: 255.549}
+    ),
+    ("ecmp-8MiB", "no-window", "symphony"): Ns3Runs(
+        {100: 314.431, 101: 311.613, 102: 305.238, 103: 302.808, 104: 309.371}
+    ),
+    ("table1", "ack-priority", "baseline"): Ns3Runs(
+        {100: 980.833, 101: 923.547, 102: 1412.588, 103: 841.355, 104: 856.906}
+    ),
+    ("table1", "ack-priority", "symphony"): Ns3Runs(
+        {100: 846.163, 101: 858.351, 102: 880.725, 103: 840.446, 104: 871.251}
+    ),
+    ("table1", "both", "baseline"): Ns3Runs(
+        {100: 940.343, 101: 898.576, 102: 1627.035, 103: 1417.269, 104: 1374.683}
+    ),
+    ("table1", "both", "symphony"): Ns3Runs(
+        {100: 1042.863, 101: 957.217, 102: 927.055, 103: 913.986, 104: 1005.776}
+    ),
+    ("table1", "default", "baseline"): Ns3Runs(
+        {100: 1463.371, 101: 1600.593, 102: 1478.187, 103: 1243.808, 104: 1617.356}
+    ),
+    ("table1", "default", "symphony"): Ns3Runs(
+        {100: 865.125, 101: 850.917, 102: 861.952, 103: 828.595, 104: 897.09}
+    ),
+    ("table1", "no-window", "baseline"): Ns3Runs(
+        {100: 1415.425, 101: 1318.877, 102: 1377.745, 103: 1595.758, 104: 1450.719}
+    ),
+    ("table1", "no-window", "symphony"): Ns3Runs(
+        {100: 1024.857, 101: 997.057, 102: 986.969, 103: 1006.064, 104: 975.012}
+    ),
+}
 
 
 def parse_driver_output(text: str) -> float:
