@@ -122,20 +122,19 @@ def measure(
     return got, max(last - start, 1e-9)
 
 
+def switch_pid(env: testbed.Bmv2Env) -> int:
+    return int((env.run_dir / "switch.pid").read_text())
+
+
 def switch_cpu_s(env: testbed.Bmv2Env) -> float | None:
     """CPU seconds bmv2 has used so far (user + system, all threads), from its pid file; None
     when the switch is not bmv2_env's. Per packet it is steadier than the rate on a loaded
     machine: other processes take the switch's turns on the cores, not its work."""
     try:
-        pid = int((env.run_dir / "switch.pid").read_text())
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fields = Path(f"/proc/{switch_pid(env)}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, ValueError):
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def switch_pid(env: testbed.Bmv2Env) -> int:
-    return int((env.run_dir / "switch.pid").read_text())
 
 
 def callgrind(env: testbed.Bmv2Env, *args: str) -> None:

@@ -7,7 +7,7 @@ same flows, start dependencies, source ports (ns-3's ECMP), steps and Symphony t
 ns-3's numbers are committed (`NS3`). docs/evaluation.md, "Cross-validation in every regime",
 has the build, every setting and where it lands.
 
-    python -m evaluation.fabric.crossval --regimes           # the table (kernel seeds 100-109)
+    python -m evaluation.fabric.crossval --part regimes      # the table (kernel seeds 100-109)
     python -m evaluation.fabric.ns3_export --scenario table1 --seed 100 --out DIR   # ns-3's input
 
 Scenarios: `table1` (Astra-Sim's 2D ring, 32 nodes, 8 MiB chunks: scenarios.TABLE1) and the
@@ -27,7 +27,7 @@ import numpy as np
 
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.dcqcn import Dcqcn
-from evaluation.fabric.scenarios import TABLE1, Run
+from evaluation.fabric.scenarios import TABLE1, Run, scenario_runs
 from evaluation.fabric.sweep import RunStore, run_sweep
 
 MiB = 1 << 20
@@ -51,7 +51,7 @@ REGIMES: dict[str, Callable[[Dcqcn], Dcqcn]] = {
     "both": lambda d: _ack_priority(_no_window(d)),
 }
 SHORT = {"default": "default", "no-window": "no win", "ack-priority": "ACK prio", "both": "both"}
-_ECMP = replace(TABLE1, topology="rings", splits=1)  # scenarios.scenario_runs("ecmp")
+_ECMP = scenario_runs("ecmp", range(1))[0].cfg  # the multi-1D-ring scenario as the CLI runs it
 SCENARIOS: dict[str, FabricConfig] = {
     "table1": TABLE1,
     "ecmp-8MiB": _ECMP,
@@ -164,32 +164,19 @@ def parse_driver_output(text: str) -> float:
 
 def kernel_runs(seeds: range, store: Path, workers: int) -> dict[tuple[str, str, str], list[float]]:
     """The kernel's CCT (ms) per seed for every (scenario, regime, variant)."""
+    cells = [(s, r, v) for s in SCENARIOS for r in REGIMES for v in VARIANTS]
     runs = [
         Run(f"xval-{s}-{r}", v, "", scenario_config(s, r, v), seed)
-        for s in SCENARIOS
-        for r in REGIMES
-        for v in VARIANTS
+        for s, r, v in cells
         for seed in seeds
     ]
     store.parent.mkdir(parents=True, exist_ok=True)
     st = RunStore(store)
     try:
-        results = run_sweep(runs, st, workers=workers)
+        results = iter(run_sweep(runs, st, workers=workers))
     finally:
         st.close()
-    out: dict[tuple[str, str, str], list[float]] = {}
-    for run, res in zip(runs, results, strict=True):
-        s, r = _split(run.scenario)
-        out.setdefault((s, r, run.variant), []).append(float(res.row["cct_us"]) / 1000)
-    return out
-
-
-def _split(name: str) -> tuple[str, str]:
-    body = name.removeprefix("xval-")
-    for s in SCENARIOS:
-        if body.startswith(s + "-"):
-            return s, body[len(s) + 1 :]
-    raise ValueError(name)
+    return {c: [float(next(results).row["cct_us"]) / 1000 for _ in seeds] for c in cells}
 
 
 def _spread(xs: list[float]) -> str:

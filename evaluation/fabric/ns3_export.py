@@ -26,17 +26,13 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
-
 from evaluation.fabric import symphony_kernel as sk
 from evaluation.fabric.config import FabricConfig
-from evaluation.fabric.sim import TICK_NS
+from evaluation.fabric.sim import TICK_NS, prepare
 from evaluation.fabric.topology import (
     CustomFlows,
     Workload,
     build_fabric,
-    build_workload,
-    custom_workload,
 )
 
 KB = 1000  # HPCC's KMIN/KMAX maps count kilobytes of 1000 bytes
@@ -150,10 +146,7 @@ def symphony_text(cfg: FabricConfig, n_jobs: int) -> str:
 
 def workload(cfg: FabricConfig, seed: int, flows: CustomFlows | None = None) -> Workload:
     """The workload `sim.simulate(cfg, seed, flows)` runs (the same draws in the same order)."""
-    cfg.validate()
-    rng = np.random.default_rng(seed)
-    fab = build_fabric(cfg)
-    return build_workload(cfg, fab, rng) if flows is None else custom_workload(cfg, fab, flows)
+    return prepare(cfg, seed, flows)[2]
 
 
 def write(cfg: FabricConfig, seed: int, out: Path, flows: CustomFlows | None = None) -> Workload:

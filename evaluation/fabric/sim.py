@@ -20,6 +20,7 @@ from evaluation.fabric.kernel_state import new_state, register_rows
 from evaluation.fabric.topology import (
     CustomFlows,
     Fabric,
+    Workload,
     background_sources,
     build_fabric,
     build_workload,
@@ -167,6 +168,19 @@ def run_kernel(
     return kn.run(seed, mode, topo, flows, sym, nic, bg, lim, out, state)
 
 
+def prepare(
+    cfg: FabricConfig, seed: int, flows: list[tuple[int, int, int, int, int]] | CustomFlows | None
+) -> tuple[np.random.Generator, Fabric, Workload]:
+    """A run's fabric and workload, drawn from the seed in the run's order (`simulate`; the ns-3
+    cross-validation exports the same workload: `ns3_export`); the generator continues with the
+    run's later draws."""
+    cfg.validate()
+    rng = np.random.default_rng(seed)
+    fab = build_fabric(cfg)
+    wl = build_workload(cfg, fab, rng) if flows is None else custom_workload(cfg, fab, flows)
+    return rng, fab, wl
+
+
 def simulate(
     cfg: FabricConfig,
     seed: int,
@@ -183,10 +197,7 @@ def simulate(
     frame its NIC sends and every ACK/NACK it receives (the NIC conformance suite's replay,
     `evaluation/nic/conformance.py`). `kernel` runs the event loop
     (bench/fabric_speed.py passes the reference kernel)."""
-    cfg.validate()
-    rng = np.random.default_rng(seed)
-    fab = build_fabric(cfg)
-    wl = build_workload(cfg, fab, rng) if flows is None else custom_workload(cfg, fab, flows)
+    rng, fab, wl = prepare(cfg, seed, flows)
     bg = background_sources(cfg, fab, rng)
     nf = wl.f_src.shape[0]
     mode = {"baseline": kn.MODE_BASELINE, "symphony": kn.MODE_SYMPHONY, "pq": kn.MODE_PQ}[cfg.mode]
