@@ -259,6 +259,24 @@ def test_acks_travel_the_reverse_path_in_either_switch_queue(ack_queue: str) -> 
     assert st["acks"] == st["delivered"] == 15 * 1000
 
 
+def test_bmv2s_ack_class_takes_none_of_datas_port_time() -> None:
+    # The emulation's model (fabric_experiment.sim_config): ACKs cost a data frame's time. Host
+    # 0 receives a flow (8 -> 0) on its ToR port and sends one (0 -> 5) whose ACKs come back
+    # through that port. In a strict-priority class sharing the port ("control") the ACKs take
+    # the port's time and the flow into host 0 slows; in bmv2's priority queue, rated on its
+    # own ("control-bmv2"), they take none: that flow ends exactly as when it runs alone.
+    into_0, out_of_0 = (8, 0, 0, 1000, 0), (0, 5, 1, 1000, 0)
+    done = {}
+    for q in ("data", "control", "control-bmv2"):
+        cc = replace(HPCC_RUN_DCQCN, ack_queue=q, ack_bytes=SMALL.mtu)
+        alone = run(cc, flows=[into_0]).flow_done_us[0]
+        both = run(cc, flows=[into_0, out_of_0])
+        assert both.stats["acks"] == 2000 and both.stats["acks_dropped"] == 0
+        done[q] = both.flow_done_us[0] / alone
+    assert done["control-bmv2"] == 1.0
+    assert done["control"] > 1.5 and done["data"] > 1.5
+
+
 @pytest.mark.parametrize("name", sorted(PROFILES))
 def test_every_profile_runs_a_small_ring_deterministically(name: str) -> None:
     cfg = replace(SMALL, chunk_bytes=64 << 10, dcqcn=name)

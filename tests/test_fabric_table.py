@@ -18,9 +18,13 @@ from evaluation.hosts import fabric_table as ft
 from evaluation.hosts.fabric_experiment import FabricSetup
 
 
-def write_run(d: Path, bmv2: dict[str, list[float]], sim: dict[str, list[float]]) -> Path:
+def write_run(
+    d: Path, bmv2: dict[str, list[float]], sim: dict[str, list[float]], ack_class: str = "data"
+) -> Path:
     d.mkdir()
-    s = FabricSetup(2, 2, 2, 2000.0, 1, 500, 1000, 2.0, 50.0, profile="hpcc-config")
+    s = FabricSetup(
+        2, 2, 2, 2000.0, 1, 500, 1000, 2.0, 50.0, profile="hpcc-config", ack_class=ack_class
+    )
     (d / "settings.json").write_text(json.dumps(asdict(s)))
     for name, rows, key in (("runs.csv", bmv2, "cct_s"), ("sim.csv", sim, "sim_cct_s")):
         with (d / name).open("w", newline="") as f:
@@ -62,3 +66,26 @@ def test_a_change_of_the_other_sign_is_outside_however_small(tmp_path: Path) -> 
 
 def test_a_directory_without_runs_is_refused(tmp_path: Path) -> None:
     assert ft.main([str(tmp_path / "missing")]) == 2
+
+
+def test_the_ack_class_is_measured_against_dcqcn_alone(tmp_path: Path) -> None:
+    """With the class on, every cell's change is against the data queue's baseline of the same
+    setup and profile: the class alone is a row of its own, not the zero of its directory."""
+    data = write_run(tmp_path / "data", {"baseline": [10.0]}, {"baseline": [10.5]})
+    prio = write_run(
+        tmp_path / "prio",
+        {"baseline": [8.0], "gate8-k0.001": [7.0]},
+        {"baseline": [8.4], "gate8-k0.001": [8.4]},
+        ack_class="priority",
+    )
+    cells = ft.against_dcqcn_alone(ft.cells(data) + ft.cells(prio))
+    by = {c.name: c for c in cells}
+    assert set(by) == {"baseline", "ACK priority", "ACK priority + gate8-k0.001"}
+    alone, both = by["ACK priority"], by["ACK priority + gate8-k0.001"]
+    assert alone.bmv2_change == pytest.approx(-20.0) and alone.sim_change == pytest.approx(-20.0)
+    assert both.bmv2_change == pytest.approx(-30.0) and both.sim_change == pytest.approx(-20.0)
+    assert alone.within and not both.within  # the same change; 10 points apart
+    assert by["baseline"].is_reference and not alone.is_reference
+    # without the data queue's run the class's cells keep their own baseline
+    own = {c.name: c for c in ft.against_dcqcn_alone(ft.cells(prio))}
+    assert own["ACK priority"].bmv2_change == 0.0

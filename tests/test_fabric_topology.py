@@ -139,3 +139,26 @@ def test_config_loader_checks_the_written_config(tmp_path: Path) -> None:
     (tmp_path / "controller.toml").write_text(text.replace('b = "spine0:0"', 'b = "spine0:7"'))
     with pytest.raises(ConfigError, match=r"links\[0\]\.b"):
         load(tmp_path / "controller.toml")
+
+
+def test_the_ack_class_on_every_switch_or_none(tmp_path: Path) -> None:
+    """`ack_priority` is written for every switch (the fabric experiment's ACK-class dimension);
+    the loader takes it against a program that has the class's table."""
+    from symphony import p4names
+
+    topo = Topology(2, 2, 2)
+    p4info, blob = tmp_path / "p.txtpb", tmp_path / "p.json"
+    p4info.write_text(
+        f'tables {{ preamble {{ id: 1 name: "{p4names.ACK_CLASS}" alias: "ack_class" }} }}\n'
+    )
+    blob.write_text("{}")
+    for on in (False, True):
+        cfg = tmp_path / f"controller-{on}.toml"
+        cfg.write_text(
+            topo.controller_toml(
+                database=tmp_path / "db", p4info=p4info, bmv2_json=blob, ack_priority=on
+            )
+        )
+        switches = load(cfg).switches
+        assert len(switches) == len(topo.switches)
+        assert all(s.ack_priority is on for s in switches)

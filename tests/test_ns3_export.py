@@ -77,6 +77,10 @@ def test_the_config_carries_the_regime(regime: str) -> None:
 def test_the_paper_nics_rules_are_not_exported() -> None:
     with pytest.raises(ValueError, match="Mellanox"):
         ns3_export.config_text(FabricConfig(dcqcn="dcqcn-paper"))
+    # bmv2's per-queue rates (the fabric experiment's model of its ACK class): no ns-3 switch
+    bmv2_class = replace(FabricConfig().cc, ack_queue="control-bmv2")
+    with pytest.raises(ValueError, match="bmv2"):
+        ns3_export.config_text(FabricConfig(dcqcn=bmv2_class))
 
 
 def test_symphony_file_has_the_kernels_tables_and_rows() -> None:

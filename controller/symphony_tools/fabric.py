@@ -283,11 +283,13 @@ class Topology:
         bmv2_json: Path = BMV2_JSON,
         controller: str = "",
         extra: str = "",
+        ack_priority: bool = False,
     ) -> str:
         """The controller config for this fabric: its topology (`links` between switch ports,
         `hosts` with their address and leaf port), from which the controller derives every
         switch's routes and ECMP groups and a job's switches from its hosts
-        (docs/controller.md, "Topology"), and every switch with all its ports."""
+        (docs/controller.md, "Topology"), and every switch with all its ports; `ack_priority`
+        on every switch or none (docs/ack_priority.md)."""
         section = f"[controller]\n{controller.strip()}\n" if controller else ""
         extra = f"{extra.strip()}\n" if extra else ""
         links = ",\n".join(
@@ -314,6 +316,7 @@ class Topology:
                 f'device_id = 0\ntarget = "bmv2"\nthrift_port = {sw.thrift_port}\n'
                 # What the switches run with (Bmv2Env -> bmv2_env/start.sh).
                 f"priority_queues = {BMV2_PRIORITY_QUEUES}\n"
+                f"ack_priority = {str(ack_priority).lower()}\n"
                 f"ports = [{ports}]\n"
             )
         return "".join(out)
@@ -620,6 +623,7 @@ class Bmv2Fabric:
         metrics: str = "127.0.0.1:9464",
         controller: str = "",
         extra: str = "",
+        ack_priority: bool = False,
     ) -> Path:
         """The controller config (Topology.controller_toml) at `path` (default
         run_dir/controller.toml), its database beside it."""
@@ -632,6 +636,7 @@ class Bmv2Fabric:
                 metrics=metrics,
                 controller=controller,
                 extra=extra,
+                ack_priority=ack_priority,
             )
         )
         return path
@@ -644,10 +649,16 @@ QUIET_CONTROLLER = "reconcile_interval_s = 600\ntelemetry_interval_s = 600"
 
 @contextmanager
 def running(
-    topo: Topology, work: Path, *, controller: str = QUIET_CONTROLLER, mtu: int = MTU
+    topo: Topology,
+    work: Path,
+    *,
+    controller: str = QUIET_CONTROLLER,
+    mtu: int = MTU,
+    ack_priority: bool = False,
 ) -> Iterator[tuple[Bmv2Fabric, ControllerProcess]]:
     """The fabric (its run directory under `work`) and the controller daemon on it (config and
-    log in `work`), every switch ready; both stopped at the end, also on failure."""
+    log in `work`), every switch ready, the ACK class on every switch or none; both stopped at
+    the end, also on failure."""
     fabric = Bmv2Fabric(topo, work / "run", mtu=mtu)
     api = f"127.0.0.1:{free_port()}"
     for f in work.glob("symphony.db*"):  # a fresh job store (write_config puts it in `work`)
@@ -659,6 +670,7 @@ def running(
             api=api,
             metrics=f"127.0.0.1:{free_port()}",
             controller=controller,
+            ack_priority=ack_priority,
         )
         proc = ControllerProcess(cfg, api, work / "controller.log")
         proc.start()

@@ -216,7 +216,7 @@ class FabricConfig:
             raise ValueError(f"mode/routing: {self.mode!r}/{self.routing!r}")
         if self.symphony_state not in ("switch", "port") or self.symphony_at not in ("all", "tor"):
             raise ValueError(f"symphony_state/at: {self.symphony_state!r}/{self.symphony_at!r}")
-        if self.cc.ack_queue not in ("data", "control"):
+        if self.cc.ack_queue not in ("data", "control", "control-bmv2"):
             raise ValueError(f"ack_queue: {self.cc.ack_queue!r}")
         if self.cc.has_win and not self.cc.ack_frames:
             raise ValueError(f"profile {self.cc.name}: a window needs ACK frames (ack_frames)")

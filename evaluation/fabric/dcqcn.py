@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-AckQueue = Literal["data", "control"]
+AckQueue = Literal["data", "control", "control-bmv2"]
 Rules = Literal["mellanox", "dcqcn-paper"]
 
 
@@ -56,6 +56,9 @@ class Dcqcn:
     # Which switch queue ACKs/NACKs take. HPCC: their flow's data queue ("data"; the switch
     # attribute AckHighPrio defaults to 0 and nothing sets it), FIFO behind data, counted by
     # PFC. "control": a strict-priority class that PFC neither counts nor pauses.
+    # "control-bmv2": that class as bmv2's priority queues serve it, each queue rated on its own
+    # (`set_queue_rate`), so its frames take none of data's time (the fabric experiment's model
+    # of the emulation with the switches' ACK class on; docs/ack_priority.md).
     ack_queue: AckQueue = "data"
     ack_bytes: int = 48  # ReceiveUdp: 14 B padding + 12 B qbbHeader + 20 B IPv4 + 2 B PPP
     # An ACK frame per data packet (HPCC: L2_ACK_INTERVAL 1), carrying the CNP flag; False: the

@@ -290,6 +290,7 @@ def run(
     fast_recovery, ai, hai, min_rate = nic.fast_recovery, nic.ai, nic.hai, nic.min_rate
     clamp_tgt, rate_first_cnp, var_win = nic.clamp_tgt, nic.rate_first_cnp, nic.var_win
     ack_bytes, ack_ctrl, ack_hi_nic = nic.ack_bytes, nic.ack_ctrl, nic.ack_hi_nic
+    ack_own_rate = nic.ack_own_rate
     nack_ps, cnp_int_ps, rto_ps = nic.nack_ps, nic.cnp_int_ps, nic.rto_ps
     paper, byte_counter, trace_io = nic.paper, nic.byte_counter, nic.trace_io
     ack_frames = nic.ack_frames
@@ -583,6 +584,14 @@ def run(
                                     if not sk.step_later(s, js[unit, j, sk.JS_STEP_MIN]):
                                         stats[S_MARKS_NOT_OUTPACING] += 1
             if ev == EV_ARRIVE:  # not a host: the packet is at a switch
+                if prio == 2 and ack_own_rate:
+                    # bmv2's priority queues each have a rate of their own (docs/ack_priority.md):
+                    # the class's frame takes none of data's time and leaves at once (its queue,
+                    # at most a frame per data frame the other way, does not back up), reaching
+                    # the next hop a frame time later, as from an idle port
+                    pkt[pku, PK_HOP] += 1
+                    _send(q, pkt0, pk, f, now + pt[portu, PT_ACK_SER] + prop_ps)
+                    continue
                 sw = pt[portu, PT_SWITCH]
                 # enqueue (drop-tail on the port's bytes, or on the switch's shared buffer; the
                 # control class is outside both)

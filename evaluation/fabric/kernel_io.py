@@ -84,6 +84,8 @@ class Nic(NamedTuple):
     var_win: bool
     ack_bytes: int
     ack_ctrl: bool  # ACKs in the control class (served first, never paused)
+    # the control class has its own server, as bmv2's per-priority-queue rates give it
+    ack_own_rate: bool
     ack_hi_nic: bool  # the NIC's ACK queue ignores PFC
     nack_ps: int
     cnp_int_ps: int

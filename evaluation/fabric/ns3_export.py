@@ -85,6 +85,8 @@ def config_text(cfg: FabricConfig) -> str:
     d = cfg.cc
     if d.rules != "mellanox":
         raise ValueError(f"ns-3 runs HPCC's Mellanox rules, not {d.rules!r} ({d.name})")
+    if d.ack_queue == "control-bmv2":
+        raise ValueError("ack_queue 'control-bmv2' models bmv2's per-queue rates; ns-3 has none")
     bps = round(cfg.link_gbps * 1e9)
     # HPCC's maps count KB of the egress queue's bytes; the kernel's RED whole frames of `mtu`
     # bytes, rounded down from them (config.HPCC_RED): the smallest KB that many frames reach.

@@ -35,7 +35,7 @@ from contextlib import ExitStack
 from dataclasses import asdict, dataclass, replace
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import grpc
 import numpy as np
@@ -43,7 +43,7 @@ from tqdm import tqdm
 
 from evaluation.fabric.collectives import Sends, build_sends, lockstep_bound_us
 from evaluation.fabric.config import FabricConfig
-from evaluation.fabric.dcqcn import PROFILES
+from evaluation.fabric.dcqcn import PROFILES, AckQueue
 from evaluation.fabric.sim import flow_windows, simulate
 from evaluation.hosts import calibration as cal
 from evaluation.hosts import experiments as ex
@@ -75,6 +75,8 @@ DEFER_WAIT_S = 60.0
 PAPER_K = 0.01
 SHIPPED_GATE = (8, 0.001)
 VARIANTS = ex.variants([PAPER_K], [SHIPPED_GATE])
+AckClass = Literal["data", "priority"]
+ACK_CLASSES: tuple[str, ...] = get_args(AckClass)
 RESULT_FILES = ("runs.csv", "sim.csv", "spoiled_runs.csv", "traces", "summary.md", "meta.json")
 
 
@@ -102,6 +104,9 @@ class FabricSetup:
     # hold every frame for its path's, scaled (nic.Fabric prop_s); bmv2 has none of its own at
     # this time scale. It sets HPCC's window (one BDP) in both instruments.
     prop_real_ns: int = 1000
+    # where the switches put RoCE ACKs, NAKs and CNPs (docs/ack_priority.md): "data", their
+    # flow's queue, or "priority", the ACK class (`ack_priority` on every switch)
+    ack_class: AckClass = "data"
 
     @property
     def topo(self) -> Topology:
@@ -135,9 +140,13 @@ class FabricSetup:
         """The simulator's configuration of this fabric, collective and variant. bmv2's links
         are rated in packets per second (`set_queue_rate`), so every frame, an ACK or a CNP as
         much as a data frame, takes one packet's time: the simulator's NIC sends them at the
-        data frame's size (`ack_bytes`) to model the emulation, not a 10 Gb/s wire."""
+        data frame's size (`ack_bytes`) to model the emulation, not a 10 Gb/s wire. With the
+        ACK class on, bmv2 rates its priority queue apart from data's (docs/ack_priority.md), so
+        the simulator's class has its own rate too (`ack_queue="control-bmv2"`), not a share of
+        the port as on a real switch (`"control"`)."""
         sym = variant.k > 0
         mtu = ex.PAYLOAD + HEADER_BYTES
+        ack_queue: AckQueue = "control-bmv2" if self.ack_class == "priority" else "data"
         return FabricConfig(
             hosts=len(self.topo.hosts),
             tors=self.leaves,
@@ -152,7 +161,7 @@ class FabricSetup:
             pfc=False,
             ecmp="switch",
             host_addrs=tuple(ip_int(h.ip) for h in self.topo.hosts),
-            dcqcn=replace(host_profile(self.profile), ack_bytes=mtu),
+            dcqcn=replace(host_profile(self.profile), ack_bytes=mtu, ack_queue=ack_queue),
             start_jitter_ns=round(self.jitter_real_us * 1000),
             mode="symphony" if sym else "baseline",
             symphony=JobParams(k=variant.k or 0.01, gate_depth=variant.gate_depth),
@@ -223,7 +232,9 @@ class FabricBed:
             # MTU 1500: the hosts' largest frame is 1,098 bytes (docs/fabric.md: bmv2's capture
             # ring holds more frames the smaller the MTU)
             fabric, self.controller = self._stack.enter_context(
-                fabric_running(s.topo, self.run_dir, mtu=1500)
+                fabric_running(
+                    s.topo, self.run_dir, mtu=1500, ack_priority=s.ack_class == "priority"
+                )
             )
             self.fabric = fabric
             self.api = self.controller.api
@@ -471,7 +482,12 @@ def summary(out: Path, setup: FabricSetup, meta: dict[str, Any]) -> str:
         f"{meta.get('seeds')}; fabric {setup.topo.spec} (leaves x spines x hosts per leaf), "
         f"{setup.rings} ring(s), {setup.chunk_packets} packets per step, links "
         f"{setup.line_pps:g} packets/s (time scale x{setup.scale:.0f} of 10 Gb/s), queues "
-        f"{setup.queue_depth} packets.",
+        f"{setup.queue_depth} packets; ACKs, NAKs and CNPs in the switches' "
+        + (
+            "ACK class (a priority queue rated apart from data's; the simulator's `control-bmv2`)."
+            if setup.ack_class == "priority"
+            else "data queue."
+        ),
         "",
         "CCT: median over seeds, emulated seconds; the simulator's the same configuration and "
         f"seeds (ecmp `switch`, the same NIC profile, {setup.profile}), scaled to emulated "
@@ -619,6 +635,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="the NIC profile both instruments run (evaluation/fabric/dcqcn.py, docs/nic.md; "
         f"default {DEFAULT_PROFILE})",
     )
+    p.add_argument(
+        "--ack-class",
+        choices=ACK_CLASSES,
+        default="data",
+        help="the switches' queue for ACKs, NAKs and CNPs: their flow's (data) or the ACK class"
+        " (priority: `ack_priority` on every switch; docs/ack_priority.md)",
+    )
     p.add_argument("--chunk", type=int, default=500, help="packets per step (one message)")
     p.add_argument(
         "--line-pps",
@@ -669,6 +692,7 @@ def main(argv: list[str] | None = None) -> int:
         jitter_real_us=args.jitter_us,
         sample_ms=args.sample_ms,
         profile=args.profile,
+        ack_class=args.ack_class,
     )
     try:
         host_profile(setup.profile)  # an unknown profile fails before any switch starts

@@ -1,7 +1,10 @@
 """The fabric table: every (setup, NIC profile, variant) of several `fabric_experiment` runs,
 bmv2 and the simulator side by side, against issue 44's tolerance (the simulator's median CCT
 within 10 % of bmv2's; a policy's change against the baseline within 5 points of bmv2's, with
-the same sign).
+the same sign). Runs with the switches' ACK class on (`fabric_experiment --ack-class
+priority`) are measured against DCQCN alone, the baseline of the same setup and profile with
+ACKs in data's queue, where the table has it: "ACK priority" is the class alone, "ACK priority +
+<variant>" the class with a policy (issue 46).
 
     python -m evaluation.hosts.fabric_table build/b44/*/ > table.md
 """
@@ -13,7 +16,7 @@ import csv
 import statistics
 import sys
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from evaluation.hosts.flow_compare import setup_of
@@ -35,6 +38,18 @@ class Cell:
     sim_s: float
     bmv2_change: float  # percent against the same setup's baseline (0 for the baseline)
     sim_change: float
+    ack_class: str = "data"  # the switches' queue for ACKs (fabric_experiment --ack-class)
+
+    @property
+    def is_reference(self) -> bool:
+        """DCQCN alone, the cell every change is measured against."""
+        return self.variant == BASELINE and self.ack_class == "data"
+
+    @property
+    def name(self) -> str:
+        if self.ack_class == "data":
+            return self.variant
+        return "ACK priority" + ("" if self.variant == BASELINE else f" + {self.variant}")
 
     @property
     def cct_off(self) -> float:
@@ -48,7 +63,7 @@ class Cell:
     @property
     def within(self) -> bool:
         ok = abs(self.cct_off) <= CCT_TOLERANCE
-        if self.variant != BASELINE:
+        if not self.is_reference:
             same_sign = (self.sim_change >= 0) == (self.bmv2_change >= 0)
             ok = ok and abs(self.change_off) <= CHANGE_TOLERANCE_PTS and same_sign
         return ok
@@ -89,9 +104,28 @@ def cells(out: Path) -> list[Cell]:
                 sim_s=smed[v],
                 bmv2_change=(med[v] / med[BASELINE] - 1) * 100,
                 sim_change=(smed[v] / smed[BASELINE] - 1) * 100,
+                ack_class=s.ack_class,
             )
         )
     return out_cells
+
+
+def against_dcqcn_alone(all_cells: list[Cell]) -> list[Cell]:
+    """The ACK class's cells with their change against the same setup and profile's DCQCN
+    alone (its data-queue baseline), where the table has that; else against their own
+    baseline, as each directory's summary has it."""
+    ref = {(c.setup, c.profile): c for c in all_cells if c.is_reference}
+    out = []
+    for c in all_cells:
+        b = ref.get((c.setup, c.profile))
+        if c.ack_class != "data" and b is not None:
+            c = replace(
+                c,
+                bmv2_change=(c.bmv2_s / b.bmv2_s - 1) * 100,
+                sim_change=(c.sim_s / b.sim_s - 1) * 100,
+            )
+        out.append(c)
+    return out
 
 
 def markdown(all_cells: list[Cell]) -> str:
@@ -101,10 +135,10 @@ def markdown(all_cells: list[Cell]) -> str:
         "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for c in all_cells:
-        base = c.variant == BASELINE
+        base = c.is_reference
         seeds = f"{c.seeds[0]}-{c.seeds[-1]}" if len(c.seeds) > 1 else str(c.seeds[0])
         lines.append(
-            f"| {c.setup} | {c.profile} | {c.variant} | {seeds} | {c.bmv2_s:.3f} s "
+            f"| {c.setup} | {c.profile} | {c.name} | {seeds} | {c.bmv2_s:.3f} s "
             f"({c.bmv2_lo:.2f}-{c.bmv2_hi:.2f}) | {c.sim_s:.3f} s | {c.cct_off * 100:+.1f} % | "
             + ("" if base else f"{c.bmv2_change:+.1f} %")
             + " | "
@@ -127,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError, KeyError) as e:
             print(f"fabric_table: {d}: {e}", file=sys.stderr)
             return 2
-    print(markdown(out))
+    print(markdown(against_dcqcn_alone(out)))
     return 0
 
 
