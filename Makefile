@@ -32,7 +32,7 @@ help:
 	@echo "make experiment closed loop on bmv2 (DCQCN hosts, Fig. 9 and a ring) -> $(BUILD)/experiments/"
 	@echo "               (resumes an interrupted run; EXPERIMENT_ARGS=--fresh starts over)"
 	@echo "make experiment-long  Fig. 9 with 10x longer flows (~10 min) -> $(BUILD)/experiments-long/"
-	@echo "make experiment-fabric ring all-reduces across the bmv2 leaf-spine -> $(BUILD)/experiments-fabric*/ (PROFILES=\"$(PROFILES)\": the NICs)"
+	@echo "make experiment-fabric ring all-reduces across the bmv2 leaf-spine -> $(BUILD)/experiments-fabric*/ (PROFILES=\"$(PROFILES)\": the NICs; ACK_CLASSES=\"$(ACK_CLASSES)\")"
 	@echo "make evaluation  fabric simulator: every scenario, CSV + PNG -> $(BUILD)/evaluation/"
 	@echo "make shell     p4runtime-shell against the running switch (its own environment)"
 
@@ -142,21 +142,28 @@ experiment-long: setup build
 # plans a quarter of the rate and 70 s runs for them, in which this machine's 40-160 ms stalls
 # spoiled most attempts (2026-12-05); at the planned rate a third of the attempts spoil and 12
 # reruns keep every cell (docs/experiments.md).
+# ACK_CLASSES: where the switches put ACKs, NAKs and CNPs (docs/ack_priority.md): data (their
+# flow's queue) and priority (the ACK class, `ack_priority` on every switch; the runs go to
+# <profile>-ack-priority/); fabric_table measures the class's rows against DCQCN alone.
 PROFILES ?= dcqcn-paper hpcc-config
+ACK_CLASSES ?= data priority
+ACK_DIR_data =
+ACK_DIR_priority = -ack-priority
 MELLANOX_ARGS = --calibrate-s 0 --max-reruns 12
 FABRIC_ARGS_hpcc-config = $(MELLANOX_ARGS)
 FABRIC_ARGS_astra-config = $(MELLANOX_ARGS)
 FABRIC_ARGS_hpcc-run-dcqcn = $(MELLANOX_ARGS)
 experiment-fabric: setup build
 	scripts/install_test_deps.sh nft ping
-	$(foreach p,$(PROFILES),\
+	$(foreach c,$(ACK_CLASSES),$(foreach p,$(PROFILES),\
 		$(PY) -m evaluation.hosts.fabric_experiment --profile $(p) $(FABRIC_ARGS_$(p)) \
-			--line-pps 1000 \
-			--out $(BUILD)/experiments-fabric/$(p) $(EXPERIMENT_ARGS) && \
+			--ack-class $(c) --line-pps 1000 \
+			--out $(BUILD)/experiments-fabric/$(p)$(ACK_DIR_$(c)) $(EXPERIMENT_ARGS) && \
 		$(PY) -m evaluation.hosts.fabric_experiment --profile $(p) $(FABRIC_ARGS_$(p)) \
-			--hosts-per-leaf 4 --rings 2 --line-pps 500 \
-			--out $(BUILD)/experiments-fabric-8/$(p) $(EXPERIMENT_ARGS) && ) true
-	$(PY) -m evaluation.hosts.fabric_table $(foreach p,$(PROFILES),$(BUILD)/experiments-fabric/$(p) $(BUILD)/experiments-fabric-8/$(p)) \
+			--ack-class $(c) --hosts-per-leaf 4 --rings 2 --line-pps 500 \
+			--out $(BUILD)/experiments-fabric-8/$(p)$(ACK_DIR_$(c)) $(EXPERIMENT_ARGS) && )) true
+	$(PY) -m evaluation.hosts.fabric_table $(foreach c,$(ACK_CLASSES),$(foreach p,$(PROFILES),\
+		$(BUILD)/experiments-fabric/$(p)$(ACK_DIR_$(c)) $(BUILD)/experiments-fabric-8/$(p)$(ACK_DIR_$(c)))) \
 		| tee $(BUILD)/experiments-fabric/table.md
 	$(PY) -m evaluation.hosts.fabric_failover | tee $(BUILD)/experiments-fabric/spine-lost.txt
 
