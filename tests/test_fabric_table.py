@@ -89,3 +89,22 @@ def test_the_ack_class_is_measured_against_dcqcn_alone(tmp_path: Path) -> None:
     # without the data queue's run the class's cells keep their own baseline
     own = {c.name: c for c in ft.against_dcqcn_alone(ft.cells(prio))}
     assert own["ACK priority"].bmv2_change == 0.0
+
+
+def test_the_shared_port_column_is_the_class_on_a_real_switch(tmp_path: Path) -> None:
+    """The simulator's run with ACKs taking their port's time (sim.csv's sim_shared_port_cct_s,
+    written for the class's runs only) is shown beside, against DCQCN alone as well."""
+    data = write_run(tmp_path / "data", {"baseline": [10.0]}, {"baseline": [10.0]})
+    prio = write_run(
+        tmp_path / "prio", {"baseline": [8.0]}, {"baseline": [8.0]}, ack_class="priority"
+    )
+    with (prio / "sim.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["variant", "seed", "sim_cct_s", "sim_shared_port_cct_s"])
+        w.writerow(["baseline", 100, 8.0, 9.5])
+    by = {c.name: c for c in ft.against_dcqcn_alone(ft.cells(data) + ft.cells(prio))}
+    assert by["baseline"].sim_shared_s is None
+    assert by["ACK priority"].sim_shared_s == 9.5
+    assert by["ACK priority"].sim_shared_change == pytest.approx(-5.0)
+    table = ft.markdown(list(by.values()))
+    assert "9.500 s (-5.0 %)" in table

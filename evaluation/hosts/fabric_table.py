@@ -4,7 +4,9 @@ within 10 % of bmv2's; a policy's change against the baseline within 5 points of
 the same sign). Runs with the switches' ACK class on (`fabric_experiment --ack-class
 priority`) are measured against DCQCN alone, the baseline of the same setup and profile with
 ACKs in data's queue, where the table has it: "ACK priority" is the class alone, "ACK priority +
-<variant>" the class with a policy (issue 46).
+<variant>" the class with a policy (issue 46). Beside them the simulator with the class as a
+real switch serves it, ACKs taking their port's time (bmv2 gives its priority queue a rate of
+its own: docs/ack_priority.md).
 
     python -m evaluation.hosts.fabric_table build/b44/*/ > table.md
 """
@@ -39,6 +41,9 @@ class Cell:
     bmv2_change: float  # percent against the same setup's baseline (0 for the baseline)
     sim_change: float
     ack_class: str = "data"  # the switches' queue for ACKs (fabric_experiment --ack-class)
+    # the simulator with the ACK class sharing its port with data, as on a real switch
+    sim_shared_s: float | None = None
+    sim_shared_change: float | None = None
 
     @property
     def is_reference(self) -> bool:
@@ -83,13 +88,21 @@ def cells(out: Path) -> list[Cell]:
         if r.get("complete", "True") == "True":
             bm[r["variant"]][int(r["seed"])] = float(r["cct_s"])
     sim: dict[str, dict[int, float]] = defaultdict(dict)
+    shared: dict[str, dict[int, float]] = defaultdict(dict)
     for r in _rows(out / "sim.csv"):
         sim[r["variant"]][int(r["seed"])] = float(r["sim_cct_s"])
+        if r.get("sim_shared_port_cct_s"):
+            shared[r["variant"]][int(r["seed"])] = float(r["sim_shared_port_cct_s"])
     if BASELINE not in bm:
         raise ValueError(f"{out}: no baseline runs")
     med = {v: statistics.median(x.values()) for v, x in bm.items()}
     # the simulator on the seeds bmv2 completed
     smed = {v: statistics.median(sim[v][k] for k in bm[v]) for v in bm}
+    shmed = {
+        v: statistics.median(shared[v][k] for k in bm[v])
+        for v in bm
+        if shared[v] and all(k in shared[v] for k in bm[v])
+    }
     out_cells = []
     for v in bm:
         out_cells.append(
@@ -105,6 +118,12 @@ def cells(out: Path) -> list[Cell]:
                 bmv2_change=(med[v] / med[BASELINE] - 1) * 100,
                 sim_change=(smed[v] / smed[BASELINE] - 1) * 100,
                 ack_class=s.ack_class,
+                sim_shared_s=shmed.get(v),
+                sim_shared_change=(
+                    (shmed[v] / shmed[BASELINE] - 1) * 100
+                    if v in shmed and BASELINE in shmed
+                    else None
+                ),
             )
         )
     return out_cells
@@ -123,16 +142,27 @@ def against_dcqcn_alone(all_cells: list[Cell]) -> list[Cell]:
                 c,
                 bmv2_change=(c.bmv2_s / b.bmv2_s - 1) * 100,
                 sim_change=(c.sim_s / b.sim_s - 1) * 100,
+                sim_shared_change=None
+                if c.sim_shared_s is None
+                else (c.sim_shared_s / b.sim_s - 1) * 100,
             )
         out.append(c)
     return out
 
 
+def _shared(c: Cell) -> str:
+    if c.sim_shared_s is None:
+        return ""
+    change = "" if c.sim_shared_change is None else f" ({c.sim_shared_change:+.1f} %)"
+    return f"{c.sim_shared_s:.3f} s{change}"
+
+
 def markdown(all_cells: list[Cell]) -> str:
     lines = [
         "| setup | profile | variant | seeds | CCT bmv2, median (range) | simulator | sim vs bmv2 "
-        "| change bmv2 | change simulator | difference | within tolerance |",
-        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|",
+        "| change bmv2 | change simulator | difference | within tolerance "
+        "| simulator, ACKs sharing the port (change) |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     for c in all_cells:
         base = c.is_reference
@@ -145,7 +175,9 @@ def markdown(all_cells: list[Cell]) -> str:
             + ("" if base else f"{c.sim_change:+.1f} %")
             + " | "
             + ("" if base else f"{c.change_off:+.1f} pts")
-            + f" | {'yes' if c.within else '**no**'} |"
+            + f" | {'yes' if c.within else '**no**'} | "
+            + _shared(c)
+            + " |"
         )
     return "\n".join(lines)
 
