@@ -143,4 +143,6 @@ def test_the_driver_output_gives_the_cct() -> None:
 def test_every_regime_cell_has_its_ns3_runs() -> None:
     cells = {(s, r, v) for s in xr.SCENARIOS for r in xr.REGIMES for v in xr.VARIANTS}
     assert set(xr.NS3) == cells
-    assert all(sorted(n.cct_ms) == [100, 101, 102, 103, 104] for n in xr.NS3.values())
+    more = {("table1", "ack-priority", v) for v in xr.VARIANTS}  # the cells outside: 15 runs
+    for cell, n in xr.NS3.items():
+        assert sorted(n.cct_ms) == list(range(100, 115 if cell in more else 105)), cell

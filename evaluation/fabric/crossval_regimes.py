@@ -76,7 +76,9 @@ class Ns3Runs:
 
 
 # (scenario, regime, variant) -> ns-3's runs (`python -m evaluation.fabric.ns3_run --print`, runs
-# 100-104 with the successor after the receiver's ACK, the kernel's order; 2026-12-06).
+# 100-104 with the successor after the receiver's ACK, the kernel's order; 2026-12-06). `table1`
+# with ACKs prioritised also runs 105-114 (the same build, the evening: its cells are the ones
+# outside the tolerance; ack-priority-flows/ns3-runs-105-114*.jsonl).
 NS3: dict[tuple[str, str, str], Ns3Runs] = {
     ("ecmp-1MiB", "ack-priority", "baseline"): Ns3Runs(
         {100: 28.216, 101: 29.297, 102: 27.658, 103: 28.634, 104: 28.693}
@@ -127,10 +129,42 @@ NS3: dict[tuple[str, str, str], Ns3Runs] = {
         {100: 314.431, 101: 311.613, 102: 305.238, 103: 302.808, 104: 309.371}
     ),
     ("table1", "ack-priority", "baseline"): Ns3Runs(
-        {100: 980.833, 101: 923.547, 102: 1412.588, 103: 841.355, 104: 856.906}
+        {
+            100: 980.833,
+            101: 923.547,
+            102: 1412.588,
+            103: 841.355,
+            104: 856.906,
+            105: 1390.181,
+            106: 913.984,
+            107: 758.628,
+            108: 795.458,
+            109: 791.879,
+            110: 755.735,
+            111: 788.846,
+            112: 730.105,
+            113: 832.793,
+            114: 738.582,
+        }
     ),
     ("table1", "ack-priority", "symphony"): Ns3Runs(
-        {100: 846.163, 101: 858.351, 102: 880.725, 103: 840.446, 104: 871.251}
+        {
+            100: 846.163,
+            101: 858.351,
+            102: 880.725,
+            103: 840.446,
+            104: 871.251,
+            105: 867.036,
+            106: 847.795,
+            107: 851.096,
+            108: 876.948,
+            109: 873.965,
+            110: 843.292,
+            111: 828.703,
+            112: 817.189,
+            113: 873.823,
+            114: 857.094,
+        }
     ),
     ("table1", "both", "baseline"): Ns3Runs(
         {100: 940.343, 101: 898.576, 102: 1627.035, 103: 1417.269, 104: 1374.683}
@@ -197,12 +231,57 @@ def _interval(x: np.ndarray) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+@dataclass(frozen=True)
+class Judgement:
+    """One (scenario, regime, variant) cell of both instruments against the tolerance."""
+
+    ns3: list[float]
+    diff: float  # the kernel's median CCT against ns-3's, %
+    diff_interval: tuple[float, float]
+    # Symphony rows: the change against DCQCN alone in ns-3 and in the kernel (%), and the
+    # interval of their difference (points); None on DCQCN alone's rows
+    change: tuple[float, float, float, float] | None
+    verdict: str  # "yes" | "sampling" | "no"
+
+
+def judge(
+    s: str,
+    r: str,
+    v: str,
+    kernel: dict[tuple[str, str, str], list[float]],
+    rng: np.random.Generator,
+) -> Judgement | None:
+    """The cell's judgement; None where ns-3 or the kernel has no runs of it. A cell outside the
+    tolerance whose 90 % interval (resampling both instruments' runs, `rng`) reaches inside it
+    is not resolved by the runs ("sampling"); one whose interval lies outside too is a
+    difference ("no")."""
+    k, n = kernel.get((s, r, v)), NS3.get((s, r, v))
+    if not k or n is None or not n.cct_ms:
+        return None
+    ns = list(n.cct_ms.values())
+    kb, nb = _medians(rng, k), _medians(rng, ns)
+    diff = (statistics.median(k) / statistics.median(ns) - 1) * 100
+    dlo, dhi = _interval((kb / nb - 1) * 100)
+    ok = abs(diff) <= CCT_TOLERANCE * 100
+    reach = dlo <= CCT_TOLERANCE * 100 and dhi >= -CCT_TOLERANCE * 100
+    change = None
+    base_n, base_k = NS3.get((s, r, "baseline")), kernel.get((s, r, "baseline"))
+    if v != "baseline" and base_n and base_n.cct_ms and base_k:
+        bn = list(base_n.cct_ms.values())
+        cn = (statistics.median(ns) / statistics.median(bn) - 1) * 100
+        ck = (statistics.median(k) / statistics.median(base_k) - 1) * 100
+        plo, phi = _interval((kb / _medians(rng, base_k) - nb / _medians(rng, bn)) * 100)
+        change = (cn, ck, plo, phi)
+        ok = ok and abs(ck - cn) <= CHANGE_TOLERANCE_PTS
+        reach = reach and plo <= CHANGE_TOLERANCE_PTS and phi >= -CHANGE_TOLERANCE_PTS
+    verdict = "yes" if ok else ("sampling" if reach else "no")
+    return Judgement(ns, diff, (dlo, dhi), change, verdict)
+
+
 def table(kernel: dict[tuple[str, str, str], list[float]]) -> str:
     """Markdown: per (scenario, regime, variant) ns-3's runs, the kernel's median over seeds, the
-    CCT difference; per Symphony row the change against DCQCN alone in both and its difference.
-    Beside each difference its 90 % interval from resampling both instruments' runs (seeded):
-    a cell outside the tolerance whose interval reaches inside it is not resolved by the runs
-    ("sampling"); one whose interval lies outside too is a difference ("**no**")."""
+    CCT difference; per Symphony row the change against DCQCN alone in both and its difference;
+    each difference with its 90 % interval, and the verdict (`judge`)."""
     rng = np.random.default_rng(0)
     lines = [
         "| scenario | regime | variant | ns-3 CCT ms: median [min, max] (runs) | kernel: median"
@@ -214,37 +293,24 @@ def table(kernel: dict[tuple[str, str, str], list[float]]) -> str:
         for r in REGIMES:
             for v in VARIANTS:
                 k = kernel.get((s, r, v))
-                n = NS3.get((s, r, v))
                 if not k:
                     continue
-                if n is None or not n.cct_ms:
+                j = judge(s, r, v, kernel, rng)
+                if j is None:
                     kcol = f"{_spread(k)} ({len(k)})"
                     lines.append(f"| {s} | {r} | {v} | not run | {kcol} | | | | | |")
                     continue
-                ns = list(n.cct_ms.values())
-                kb, nb = _medians(rng, k), _medians(rng, ns)
-                diff = (statistics.median(k) / statistics.median(ns) - 1) * 100
-                dlo, dhi = _interval((kb / nb - 1) * 100)
-                ok = abs(diff) <= CCT_TOLERANCE * 100
-                reach = dlo <= CCT_TOLERANCE * 100 and dhi >= -CCT_TOLERANCE * 100
                 ch_n = ch_k = dpts = ""
-                base_n, base_k = NS3.get((s, r, "baseline")), kernel.get((s, r, "baseline"))
-                if v != "baseline" and base_n and base_n.cct_ms and base_k:
-                    bn = list(base_n.cct_ms.values())
-                    cn = (statistics.median(ns) / statistics.median(bn) - 1) * 100
-                    ck = (statistics.median(k) / statistics.median(base_k) - 1) * 100
-                    boot = (kb / _medians(rng, base_k) - nb / _medians(rng, bn)) * 100
-                    plo, phi = _interval(boot)
+                if j.change is not None:
+                    cn, ck, plo, phi = j.change
                     ch_n, ch_k = f"{cn:+.1f} %", f"{ck:+.1f} %"
                     dpts = f"{ck - cn:+.1f} [{plo:+.1f}, {phi:+.1f}]"
-                    ok = ok and abs(ck - cn) <= CHANGE_TOLERANCE_PTS
-                    tol = CHANGE_TOLERANCE_PTS
-                    reach = reach and plo <= tol and phi >= -tol
-                verdict = "yes" if ok else ("sampling" if reach else "**no**")
+                verdict = "**no**" if j.verdict == "no" else j.verdict
+                dlo, dhi = j.diff_interval
                 lines.append(
-                    f"| {s} | {r} | {v} | {_spread(ns)} ({len(ns)}) | {_spread(k)} ({len(k)}) |"
-                    f" {diff:+.1f} % [{dlo:+.1f}, {dhi:+.1f}] | {ch_n} | {ch_k} | {dpts} |"
-                    f" {verdict} |"
+                    f"| {s} | {r} | {v} | {_spread(j.ns3)} ({len(j.ns3)}) | {_spread(k)}"
+                    f" ({len(k)}) | {j.diff:+.1f} % [{dlo:+.1f}, {dhi:+.1f}] | {ch_n} | {ch_k} |"
+                    f" {dpts} | {verdict} |"
                 )
     return "\n".join(lines)
 
