@@ -14,7 +14,7 @@ P4C_BMV2 ?= p4c-bm2-ss
 P4C ?= p4c
 CONFIG ?= examples/bmv2.toml
 
-.PHONY: help setup build run fabric stop controller test unit ptf fuzz lint tofino2 bench experiment experiment-long experiment-fabric evaluation shell clean
+.PHONY: help setup build run fabric stop controller test unit ptf fuzz lint tofino2 bench experiment experiment-long experiment-fabric evaluation regime-map shell clean
 
 help:
 	@echo "make setup     Python environment in $(VENV) (the runtime, symphony-tools and the dev tools)"
@@ -34,6 +34,7 @@ help:
 	@echo "make experiment-long  Fig. 9 with 10x longer flows (~10 min) -> $(BUILD)/experiments-long/"
 	@echo "make experiment-fabric ring all-reduces across the bmv2 leaf-spine -> $(BUILD)/experiments-fabric*/ (PROFILES=\"$(PROFILES)\": the NICs; ACK_CLASSES=\"$(ACK_CLASSES)\")"
 	@echo "make evaluation  fabric simulator: every scenario, CSV + PNG -> $(BUILD)/evaluation/"
+	@echo "make regime-map  which to deploy, per regime (simulator, Dask; CLUSTER=$(CLUSTER)) -> $(BUILD)/regime-map/"
 	@echo "make shell     p4runtime-shell against the running switch (its own environment)"
 
 # The runtime (symphony, with the dev tools) and the repository's tooling (symphony-tools,
@@ -180,6 +181,16 @@ evaluation: setup
 		--out $(BUILD)/evaluation/policy-32
 	$(PY) -m evaluation.fabric.policy_study --first-seed 100 --seeds 10 --only table1-128 \
 		--variant baseline --variant gate8-k0.001 --out $(BUILD)/evaluation/policy-128
+
+# The regime map on Dask: `local` starts a LocalCluster of JOBS workers; CLUSTER=tcp://host:8786
+# uses a running scheduler. Resumable (the store in $(BUILD)/regime-map/runs.jsonl).
+CLUSTER ?= local
+JOBS ?= 2
+REGIME_MAP_ARGS ?= --hosts 32 128
+regime-map: setup
+	$(PY) -m evaluation.fabric.regime_map $(REGIME_MAP_ARGS) --cluster $(CLUSTER) --jobs $(JOBS) \
+		--out $(BUILD)/regime-map
+	$(PY) -m evaluation.fabric.flow_stalls --seed 100 --out $(BUILD)/regime-map/flow-stalls
 
 shell:
 	tools/p4shell.sh

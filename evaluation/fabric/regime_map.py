@@ -3,7 +3,8 @@ each deployment does to the collective's completion against DCQCN alone with ACK
 and which of them an operator should deploy.
 
     python -m evaluation.fabric.regime_map --out build/regime-map                  # local pool
-    python -m evaluation.fabric.regime_map --cluster tcp://127.0.0.1:8786 --out build/regime-map
+    python -m evaluation.fabric.regime_map --cluster local        # a Dask LocalCluster
+    python -m evaluation.fabric.regime_map --cluster tcp://sched:8786   # Dask workers anywhere
 
 A regime is a layout (`2d`: Table 1's 2D ring, Astra-Sim's collective; `rings`: the multi-1D-ring
 ECMP scenario, 4 rings), a NIC (`windowed`: HPCC's config with its window, the paper's;
@@ -524,7 +525,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--chunk-kb", type=int, action="append", help="chunks (default 128 1024 8192)")
     ap.add_argument("--option", action="append", choices=[o.name for o in OPTIONS])
     ap.add_argument("--jobs", type=int, default=2, help="local worker processes")
-    ap.add_argument("--cluster", metavar="ADDR", help="a Dask scheduler (docs/evaluation.md)")
+    ap.add_argument(
+        "--cluster",
+        metavar="ADDR",
+        help="a Dask scheduler (docs/evaluation.md), or `local`: a Dask LocalCluster of --jobs "
+        "worker processes on this machine (default: a local process pool, no Dask)",
+    )
     ap.add_argument("--out", type=Path, default=Path("build/regime-map"))
     ap.add_argument("--no-plots", action="store_true")
     args = ap.parse_args(argv)
@@ -546,7 +552,15 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     store = RunStore(args.out / "runs.jsonl")
     try:
-        results = run_sweep(todo, store, workers=args.jobs, cluster=args.cluster)
+        if args.cluster == "local":
+            from distributed import LocalCluster
+
+            with LocalCluster(
+                n_workers=args.jobs, threads_per_worker=1, dashboard_address=None
+            ) as lc:
+                results = run_sweep(todo, store, cluster=lc.scheduler_address)
+        else:
+            results = run_sweep(todo, store, workers=args.jobs, cluster=args.cluster)
     finally:
         store.close()
     all_cells = cells((run, res.row) for run, res in zip(todo, results, strict=True))
