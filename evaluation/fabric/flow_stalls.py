@@ -54,6 +54,8 @@ class FlowStats:
     ack_wait_mean_us: float
     ack_wait_max_us: float
     data_wait_mean_us: float
+    cuts: int  # rate decreases (CNPs acted on)
+    min_rate_gbps: float  # the lowest rate it was cut to (line rate if never cut)
 
     @property
     def duration_us(self) -> float:
@@ -111,6 +113,11 @@ def flow_stats(
         r[:, 0], r[:, 1], r[:, 6] + 1, a[:, 0], a[:, 1], a[:, 6], nf
     )
     data_mean, _, _ = _per_flow_trips(s[:, 0], s[:, 1], s[:, 6], r[:, 0], r[:, 1], r[:, 6], nf)
+    c = tr[code == kn.TR_CUT]
+    cf = c[:, 1].astype(np.int64)
+    cuts = np.bincount(cf, minlength=nf)
+    low = np.full(nf, cfg.link_gbps)
+    np.minimum.at(low, cf, c[:, 3])
     out = []
     for i in range(nf):
         out.append(
@@ -126,6 +133,8 @@ def flow_stats(
                 ack_mean[i] / PS,
                 ack_max[i] / PS,
                 data_mean[i] / PS,
+                int(cuts[i]),
+                float(low[i]),
             )
         )
     return out
@@ -167,13 +176,18 @@ def summary_row(name: str, cfg: FabricConfig, res: FabricResult, fs: list[FlowSt
         "ack_wait_us": per_frame("ack_wait_mean_us"),
         "data_wait_us": per_frame("data_wait_mean_us"),
         "nic_busy_median": float(np.median(sent * ser_us / cct)),
+        "slowest_cuts": float(np.median([x.cuts for x, sl in zip(fs, slow, strict=True) if sl])),
+        "slowest_min_rate": float(
+            np.median([x.min_rate_gbps for x, sl in zip(fs, slow, strict=True) if sl])
+        ),
         "cnps": res.stats["cnps"],
         "symphony_marks": res.stats["symphony_marks"],
     }
 
 
 SUMMARY_HEAD = (
-    "| deployment | CCT ms | flow ms: median, p90 | slowest 10 % of flows: x their line-rate time |"
+    "| deployment | CCT ms | flow ms: median, p90 | slowest 10 % of flows: x their line-rate time,"
+    " rate cuts, lowest Gb/s (medians) |"
     " flow time window-stalled | ACK wait per frame (us) | data wait per frame (us) |"
     " host NIC busy (median host) | CNPs | Symphony marks |"
 )
@@ -184,7 +198,8 @@ def summary_table(rows: list[dict]) -> str:
     for r in rows:
         lines.append(
             f"| {rm.BY_NAME[r['option']].label} | {r['cct_ms']:.1f} |"
-            f" {r['flow_ms_median']:.2f}, {r['flow_ms_p90']:.2f} | {r['slowest_x_line']:.2f} |"
+            f" {r['flow_ms_median']:.2f}, {r['flow_ms_p90']:.2f} | {r['slowest_x_line']:.2f},"
+            f" {r['slowest_cuts']:.0f}, {r['slowest_min_rate']:.2f} |"
             f" {r['stall_share']:.1%} | {r['ack_wait_us']:.2f} | {r['data_wait_us']:.2f} |"
             f" {r['nic_busy_median']:.1%} | {r['cnps']} | {r['symphony_marks']} |"
         )
@@ -214,6 +229,7 @@ def plot(per_option: dict[str, list[FlowStats]], path: Path) -> None:
     axes[0].set_xlabel("share of the flow's time window-stalled")
     axes[1].set_xlabel("flow's mean ACK wait in queues (us)")
     axes[2].set_xlabel("flow duration (ms)")
+    axes[2].set_xscale("log")
     for ax in axes:
         ax.set_ylabel("flows (CDF)")
         ax.grid(alpha=0.3)
@@ -226,7 +242,7 @@ def plot(per_option: dict[str, list[FlowStats]], path: Path) -> None:
 
 FLOW_FIELDS = (
     "option", "flow", "src", "dst", "step", "frames", "begin_us", "done_us", "stall_us",
-    "ack_wait_mean_us", "ack_wait_max_us", "data_wait_mean_us",
+    "ack_wait_mean_us", "ack_wait_max_us", "data_wait_mean_us", "cuts", "min_rate_gbps",
 )  # fmt: skip
 
 
@@ -258,7 +274,8 @@ def main(argv: list[str] | None = None) -> None:
                 w.writerow(
                     [name, x.flow, x.src, x.dst, x.step, x.frames, f"{x.begin_us:.3f}",
                      f"{x.done_us:.3f}", f"{x.stall_us:.3f}", f"{x.ack_wait_mean_us:.3f}",
-                     f"{x.ack_wait_max_us:.3f}", f"{x.data_wait_mean_us:.3f}"]
+                     f"{x.ack_wait_max_us:.3f}", f"{x.data_wait_mean_us:.3f}", x.cuts,
+                     f"{x.min_rate_gbps:.4f}"]
                 )  # fmt: skip
             print(summary_table(rows[-1:]).splitlines()[-1], flush=True)
     text = f"{regime.name}, seed {args.seed}\n\n" + summary_table(rows)
