@@ -144,7 +144,13 @@ def test_a_small_map_runs_from_the_command_line_and_resumes(tmp_path: Path) -> N
     assert sum(int(r["deploy"]) for r in rows) == 1
     assert rows[0]["change_pct"] == "0.0" and float(rows[0]["bound_ms"]) > 0
     assert (tmp_path / "regime-map-rings.png").stat().st_size > 0
-    assert "| rings | windowed | 32 | 128 KB | 100-102 |" in (tmp_path / "table.md").read_text()
+    text = (tmp_path / "table.md").read_text()
+    assert "| rings | windowed | 32 | 128 KB | 100-102 |" in text
+    deploy = next(r["option"] for r in rows if r["deploy"] == "1")
+    glance = next(
+        line for line in text.splitlines() if line.startswith("| 4 rings (ECMP), windowed")
+    )
+    assert f"**{rm.SHORT[deploy]}" in glance and "(unvalidated)" in glance
     stored = (tmp_path / "runs.jsonl").read_text()
     rm.main(args)  # resumed: every run read back from the store, none run again
     assert (tmp_path / "runs.jsonl").read_text() == stored

@@ -381,6 +381,52 @@ def table(all_cells: list[Cell]) -> str:
     return "\n".join(lines) + "\n"
 
 
+SHORT = {
+    "dcqcn": "nothing",
+    "ack": "ACK priority",
+    "shipped": "Symphony",
+    "paper": "Symphony (paper's)",
+    "ack+shipped": "ACK priority + Symphony",
+    "ack+paper": "ACK priority + Symphony (paper's)",
+}
+
+
+def glance(all_cells: list[Cell]) -> str:
+    """The README's table: per layout and NIC (rows) and scale and chunk (columns), what to
+    deploy (`advise`) with its change against DCQCN alone, and the shipped Symphony's and ACK
+    priority's changes beside it (S, A). Marks as in `table`."""
+    groups = _by_regime(all_cells)
+    cols = sorted({(r.hosts, r.chunk_bytes) for r, _ in groups})
+    rows = sorted(
+        {(r.layout, r.nic) for r, _ in groups},
+        key=lambda x: (LAYOUTS.index(x[0]), NICS.index(x[1])),
+    )
+    by = {r: g for r, g in groups}
+    head = "| layout, NIC | " + " | ".join(f"{h} nodes, {chunk_label(c)}" for h, c in cols) + " |"
+    lines = [head, "|---|" + "---|" * len(cols)]
+    for lay, nic in rows:
+        out = []
+        for h, c in cols:
+            g = by.get(Regime(lay, nic, h, c))
+            if g is None:
+                out.append("not run")
+                continue
+            a = advise(g)
+            cell = {x.option.name: x for x in g}
+            pick = cell[a.deploy]
+            text = SHORT[a.deploy] + ("" if a.deploy == REFERENCE else f" {pick.change:+.0f} %")
+            extra = [
+                f"{k} {cell[n].change:+.0f}{MARK[cell[n].status]}"
+                for k, n in (("S", "shipped"), ("A", "ack"))
+                if n in cell and n != a.deploy
+            ]
+            mark = "" if a.validated else " (unvalidated)"
+            out.append(f"**{text}**{mark}" + (f" ({', '.join(extra)})" if extra else ""))
+        label = f"{'2D ring (Table 1)' if lay == '2d' else '4 rings (ECMP)'}, {nic}"
+        lines.append(f"| {label} | " + " | ".join(out) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def _by_regime(all_cells: list[Cell]) -> list[tuple[Regime, list[Cell]]]:
     out: dict[Regime, list[Cell]] = {}
     for c in all_cells:
@@ -565,7 +611,10 @@ def main(argv: list[str] | None = None) -> None:
         store.close()
     all_cells = cells((run, res.row) for run, res in zip(todo, results, strict=True))
     write_csv(all_cells, args.out / "regime-map.csv")
-    text = table(all_cells)
+    seeds = ", ".join(
+        f"{h} nodes: seeds {grid.seeds_of(h).start}-{grid.seeds_of(h).stop - 1}" for h in grid.hosts
+    )
+    text = table(all_cells) + f"\n{seeds}\n\n" + glance(all_cells)
     (args.out / "table.md").write_text(text)
     print(text)
     if not args.no_plots:
