@@ -159,3 +159,11 @@ def test_a_store_of_another_kernel_version_is_run_again(
     store.close()
     monkeypatch.setattr(sweep, "RESULTS_VERSION", sweep.RESULTS_VERSION + 1)
     assert run_key(run) not in RunStore(tmp_path / STORE_NAME)
+
+
+def test_the_local_cluster_never_takes_a_busy_worker_for_dead() -> None:
+    """A run holds the GIL for its whole length; the scheduler must not time its worker out."""
+    from evaluation.fabric.sweep import local_cluster
+
+    with local_cluster(1) as address, Client(address) as client:
+        assert client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.worker_ttl) is None

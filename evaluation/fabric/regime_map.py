@@ -34,7 +34,7 @@ from evaluation.fabric import crossval_regimes as xr
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.policy_study import POLICIES
 from evaluation.fabric.scenarios import TABLE1, Run, scenario_runs
-from evaluation.fabric.sweep import RunStore, run_sweep
+from evaluation.fabric.sweep import RunStore, local_cluster, run_sweep
 
 KB, MiB = 1 << 10, 1 << 20
 LAYOUTS = ("2d", "rings")
@@ -599,12 +599,8 @@ def main(argv: list[str] | None = None) -> None:
     store = RunStore(args.out / "runs.jsonl")
     try:
         if args.cluster == "local":
-            from distributed import LocalCluster
-
-            with LocalCluster(
-                n_workers=args.jobs, threads_per_worker=1, dashboard_address=None
-            ) as lc:
-                results = run_sweep(todo, store, cluster=lc.scheduler_address)
+            with local_cluster(args.jobs) as address:
+                results = run_sweep(todo, store, cluster=address)
         else:
             results = run_sweep(todo, store, workers=args.jobs, cluster=args.cluster)
     finally:

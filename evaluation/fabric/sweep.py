@@ -15,6 +15,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import as_completed as pool_completed
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,27 @@ def _local(runs: list[Run], workers: int) -> Iterator[Result]:
         futures = [pool.submit(execute, r) for r in runs]
         for fut in pool_completed(futures):
             yield fut.result()
+
+
+# A run holds the GIL for its whole length (the numba kernel), so its worker answers no
+# heartbeat meanwhile; the scheduler's default `worker-ttl` (5 minutes) then takes a 128-node
+# run for a dead worker, kills it and reschedules the run, which is killed again (seen: a run of
+# 306 s). Runs of any length need it off: here for a LocalCluster, and for a scheduler started
+# by hand, DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL=None in its environment (docs/evaluation.md).
+NO_WORKER_TTL = {"distributed.scheduler.worker-ttl": None}
+
+
+@contextmanager
+def local_cluster(workers: int) -> Iterator[str]:
+    """A Dask LocalCluster of `workers` single-threaded processes; yields its address."""
+    import dask
+    from distributed import LocalCluster
+
+    with (
+        dask.config.set(NO_WORKER_TTL),
+        LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None) as lc,
+    ):
+        yield lc.scheduler_address
 
 
 def _dask(runs: list[Run], address: str) -> Iterator[Result]:
