@@ -42,3 +42,13 @@ def test_in_the_ack_class_acks_wait_at_most_a_frame_and_the_stalls_go(runs) -> N
     assert a.ack_wait_max_us <= frame_us + 1e-6
     assert a.stall_us < 0.01 * a.duration_us
     assert a.duration_us < runs["dcqcn"][0].duration_us
+
+
+def test_nic_sharing_counts_the_senders_flows_in_flight_together(runs) -> None:
+    assert [round(x.nic_sharing, 6) for x in runs["dcqcn"]] == [1.0, 1.0, 1.0]
+    cfg = replace(rm.config(rm.Regime("2d", "windowed", 32, MiB), rm.BY_NAME["dcqcn"]))
+    # two flows of host 0 at once, then a third after both ended
+    a, b, c = fs.run(cfg, 0, [(0, 1, 0, 500, 0), (0, 2, 0, 500, 0), (0, 3, 0, 100, 10**9)])[1]
+    assert a.nic_sharing == pytest.approx(2.0, abs=0.01)
+    assert b.nic_sharing == pytest.approx(2.0, abs=0.01)
+    assert c.nic_sharing == 1.0

@@ -16,6 +16,9 @@ One run per deployment (regime_map.OPTIONS) on the same seed with the kernel's N
   taking the ACK, less the flow's shortest such trip (the unloaded path: the ACK's serialisation
   and propagation per hop). That is the time ACKs wait in queues.
 - **data wait**: each data frame's trip, sent to received, less the flow's shortest.
+- **NIC sharing**: the flows of its sender in flight with it (itself included), averaged over
+  its life: the steps' overlap on one NIC, which the hosts' round robin divides the link by.
+- **rate cuts** and the lowest rate DCQCN cut it to.
 - **NIC busy**: per host, its data frames' serialisation time over the collective's time.
 
 It writes `flows.csv` (one line per flow and deployment), `summary.md` and `flow-stalls.png`.
@@ -54,6 +57,9 @@ class FlowStats:
     ack_wait_mean_us: float
     ack_wait_max_us: float
     data_wait_mean_us: float
+    # flows of its sender in flight with it, itself included, averaged over its life: how many
+    # ways its NIC was shared (the steps' overlap on one host)
+    nic_sharing: float
     cuts: int  # rate decreases (CNPs acted on)
     min_rate_gbps: float  # the lowest rate it was cut to (line rate if never cut)
 
@@ -118,6 +124,13 @@ def flow_stats(
     cuts = np.bincount(cf, minlength=nf)
     low = np.full(nf, cfg.link_gbps)
     np.minimum.at(low, cf, c[:, 3])
+    begin, done = res.flow_begin_us, res.flow_done_us
+    sharing = np.zeros(nf)
+    for h in np.unique(wl.f_src):
+        m = np.flatnonzero(wl.f_src == h)
+        b, e = begin[m], done[m]
+        both = np.minimum(e[:, None], e[None, :]) - np.maximum(b[:, None], b[None, :])
+        sharing[m] = np.clip(both, 0.0, None).sum(axis=1) / np.maximum(e - b, 1e-9)
     out = []
     for i in range(nf):
         out.append(
@@ -133,6 +146,7 @@ def flow_stats(
                 ack_mean[i] / PS,
                 ack_max[i] / PS,
                 data_mean[i] / PS,
+                float(sharing[i]),
                 int(cuts[i]),
                 float(low[i]),
             )
@@ -176,6 +190,9 @@ def summary_row(name: str, cfg: FabricConfig, res: FabricResult, fs: list[FlowSt
         "ack_wait_us": per_frame("ack_wait_mean_us"),
         "data_wait_us": per_frame("data_wait_mean_us"),
         "nic_busy_median": float(np.median(sent * ser_us / cct)),
+        "slowest_sharing": float(
+            np.median([x.nic_sharing for x, sl in zip(fs, slow, strict=True) if sl])
+        ),
         "slowest_cuts": float(np.median([x.cuts for x, sl in zip(fs, slow, strict=True) if sl])),
         "slowest_min_rate": float(
             np.median([x.min_rate_gbps for x, sl in zip(fs, slow, strict=True) if sl])
@@ -186,8 +203,8 @@ def summary_row(name: str, cfg: FabricConfig, res: FabricResult, fs: list[FlowSt
 
 
 SUMMARY_HEAD = (
-    "| deployment | CCT ms | flow ms: median, p90 | slowest 10 % of flows: x their line-rate time,"
-    " rate cuts, lowest Gb/s (medians) |"
+    "| deployment | CCT ms | flow ms: median, p90 | slowest 10 % of flows (medians): x their"
+    " line-rate time, flows sharing their NIC, rate cuts, lowest Gb/s |"
     " flow time window-stalled | ACK wait per frame (us) | data wait per frame (us) |"
     " host NIC busy (median host) | CNPs | Symphony marks |"
 )
@@ -199,7 +216,7 @@ def summary_table(rows: list[dict]) -> str:
         lines.append(
             f"| {rm.BY_NAME[r['option']].label} | {r['cct_ms']:.1f} |"
             f" {r['flow_ms_median']:.2f}, {r['flow_ms_p90']:.2f} | {r['slowest_x_line']:.2f},"
-            f" {r['slowest_cuts']:.0f}, {r['slowest_min_rate']:.2f} |"
+            f" {r['slowest_sharing']:.2f}, {r['slowest_cuts']:.0f}, {r['slowest_min_rate']:.2f} |"
             f" {r['stall_share']:.1%} | {r['ack_wait_us']:.2f} | {r['data_wait_us']:.2f} |"
             f" {r['nic_busy_median']:.1%} | {r['cnps']} | {r['symphony_marks']} |"
         )
@@ -242,7 +259,8 @@ def plot(per_option: dict[str, list[FlowStats]], path: Path) -> None:
 
 FLOW_FIELDS = (
     "option", "flow", "src", "dst", "step", "frames", "begin_us", "done_us", "stall_us",
-    "ack_wait_mean_us", "ack_wait_max_us", "data_wait_mean_us", "cuts", "min_rate_gbps",
+    "ack_wait_mean_us", "ack_wait_max_us", "data_wait_mean_us", "nic_sharing", "cuts",
+    "min_rate_gbps",
 )  # fmt: skip
 
 
@@ -274,7 +292,8 @@ def main(argv: list[str] | None = None) -> None:
                 w.writerow(
                     [name, x.flow, x.src, x.dst, x.step, x.frames, f"{x.begin_us:.3f}",
                      f"{x.done_us:.3f}", f"{x.stall_us:.3f}", f"{x.ack_wait_mean_us:.3f}",
-                     f"{x.ack_wait_max_us:.3f}", f"{x.data_wait_mean_us:.3f}", x.cuts,
+                     f"{x.ack_wait_max_us:.3f}", f"{x.data_wait_mean_us:.3f}",
+                     f"{x.nic_sharing:.3f}", x.cuts,
                      f"{x.min_rate_gbps:.4f}"]
                 )  # fmt: skip
             print(summary_table(rows[-1:]).splitlines()[-1], flush=True)
