@@ -133,6 +133,8 @@ class Grid:
     layouts: tuple[str, ...] = LAYOUTS
     nics: tuple[str, ...] = NICS
     chunks: tuple[int, ...] = CHUNKS
+    # 512 nodes: the Table 1 chunk (a run there is about 30 CPU-minutes; docs/regime-map.md)
+    chunks_512: tuple[int, ...] = (8 * MiB,)
     options: tuple[str, ...] = tuple(o.name for o in OPTIONS)
 
     def regimes(self) -> list[Regime]:
@@ -142,9 +144,7 @@ class Grid:
                 if h > 128 and lay != "2d":
                     continue  # 512: Table 1's 2D ring on the multipod fabric only
                 for nic in self.nics:
-                    for c in self.chunks:
-                        if h > 128 and c != 8 * MiB:
-                            continue  # 512: the Table 1 chunk only (each run ~30 min)
+                    for c in self.chunks_512 if h > 128 else self.chunks:
                         out.append(Regime(lay, nic, h, c))
         return out
 
@@ -569,6 +569,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--layout", action="append", choices=LAYOUTS)
     ap.add_argument("--nic", action="append", choices=NICS)
     ap.add_argument("--chunk-kb", type=int, action="append", help="chunks (default 128 1024 8192)")
+    ap.add_argument(
+        "--chunk-kb-512", type=int, action="append", help="chunks at 512 nodes (default 8192)"
+    )
     ap.add_argument("--option", action="append", choices=[o.name for o in OPTIONS])
     ap.add_argument("--jobs", type=int, default=2, help="local worker processes")
     ap.add_argument(
@@ -591,6 +594,7 @@ def main(argv: list[str] | None = None) -> None:
         layouts=tuple(args.layout or LAYOUTS),
         nics=tuple(args.nic or NICS),
         chunks=tuple(c * KB for c in args.chunk_kb) if args.chunk_kb else CHUNKS,
+        chunks_512=tuple(c * KB for c in args.chunk_kb_512 or [8192]),
         options=options,
     )
     todo = runs(grid)
