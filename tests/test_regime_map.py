@@ -154,8 +154,16 @@ def test_a_small_map_runs_from_the_command_line_and_resumes(tmp_path: Path) -> N
     stored = (tmp_path / "runs.jsonl").read_text()
     rm.main(args)  # resumed: every run read back from the store, none run again
     assert (tmp_path / "runs.jsonl").read_text() == stored
+    # the report alone, of a wider grid: the cells never run are left out, nothing runs
+    (tmp_path / "table.md").unlink()
+    rm.main([*args, "--option", "paper", "--report-only"])
+    assert (tmp_path / "runs.jsonl").read_text() == stored
+    row = next(r for r in (tmp_path / "table.md").read_text().splitlines() if "| 128 KB |" in r)
+    assert row.count(" - |") == len(rm.OPTIONS) - 3
 
 
 def test_the_map_refuses_to_run_without_its_reference(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         rm.main(["--option", "ack", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit, match="no complete cell"):
+        rm.main(["--hosts", "32", "--report-only", "--out", str(tmp_path)])

@@ -34,7 +34,7 @@ from evaluation.fabric import crossval_regimes as xr
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.policy_study import POLICIES
 from evaluation.fabric.scenarios import TABLE1, Run, scenario_runs
-from evaluation.fabric.sweep import RunStore, local_cluster, run_sweep
+from evaluation.fabric.sweep import Result, RunStore, local_cluster, run_key, run_sweep
 
 KB, MiB = 1 << 10, 1 << 20
 LAYOUTS = ("2d", "rings")
@@ -582,6 +582,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--out", type=Path, default=Path("build/regime-map"))
     ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: the tables from what the store holds, leaving out every cell a seed "
+        "of is missing (and every regime DCQCN alone's runs are incomplete in)",
+    )
     args = ap.parse_args(argv)
     f = args.first_seed
     counts = {32: args.seeds_32, 128: args.seeds_128, 512: args.seeds_512}
@@ -598,8 +604,16 @@ def main(argv: list[str] | None = None) -> None:
         options=options,
     )
     todo = runs(grid)
-    todo.sort(key=lambda r: -r.cfg.hosts * r.cfg.chunk_bytes)  # longest first
+    # a scale complete before the next (a map stopped early still has its smaller scales), the
+    # longest runs first within one (the workers finish together)
+    todo.sort(key=lambda r: (r.cfg.hosts, -r.cfg.chunk_bytes, r.cfg.topology != "2d"))
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.report_only:
+        pairs = complete_cells(todo, RunStore.read(args.out / "runs.jsonl"))
+        if not pairs:
+            raise SystemExit(f"{args.out / 'runs.jsonl'}: no complete cell of this grid")
+        report(pairs, grid, args.out, plots=not args.no_plots)
+        return
     store = RunStore(args.out / "runs.jsonl")
     try:
         if args.cluster == "local":
@@ -609,16 +623,44 @@ def main(argv: list[str] | None = None) -> None:
             results = run_sweep(todo, store, workers=args.jobs, cluster=args.cluster)
     finally:
         store.close()
-    all_cells = cells((run, res.row) for run, res in zip(todo, results, strict=True))
-    write_csv(all_cells, args.out / "regime-map.csv")
+    report([(run, res.row) for run, res in zip(todo, results, strict=True)], grid, args.out,
+           plots=not args.no_plots)  # fmt: skip
+
+
+def complete_cells(
+    todo: list[Run], stored: dict[str, Result]
+) -> list[tuple[Run, dict[str, object]]]:
+    """The stored runs of every (regime, option) whose seeds are all stored, in regimes whose
+    reference (DCQCN alone) is complete."""
+    groups: dict[tuple[str, str, str], list[tuple[Run, dict[str, object]] | None]] = {}
+    for r in todo:
+        res = stored.get(run_key(r))
+        groups.setdefault((r.scenario, r.param, r.variant), []).append(
+            None if res is None else (r, res.row)
+        )
+    full = {k: v for k, v in groups.items() if all(x is not None for x in v)}
+    return [
+        x  # type: ignore[misc]
+        for (sc, param, _), v in full.items()
+        if (sc, param, REFERENCE) in full
+        for x in v
+    ]
+
+
+def report(
+    pairs: list[tuple[Run, dict[str, object]]], grid: Grid, out: Path, plots: bool = True
+) -> None:
+    """CSV, table.md (the table, the seeds, the at-a-glance table) and the heat maps."""
+    all_cells = cells(pairs)
+    write_csv(all_cells, out / "regime-map.csv")
     seeds = ", ".join(
         f"{h} nodes: seeds {grid.seeds_of(h).start}-{grid.seeds_of(h).stop - 1}" for h in grid.hosts
     )
     text = table(all_cells) + f"\n{seeds}\n\n" + glance(all_cells)
-    (args.out / "table.md").write_text(text)
+    (out / "table.md").write_text(text)
     print(text)
-    if not args.no_plots:
-        for p in plot(all_cells, args.out):
+    if plots:
+        for p in plot(all_cells, out):
             print("wrote", p)
 
 

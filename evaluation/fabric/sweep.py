@@ -77,17 +77,23 @@ class RunStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.results: dict[str, Result] = {}
+        self.results = self.read(path)
+        self._fh = open(path, "a")  # noqa: SIM115 (held for the sweep, closed by close())
+        if self._fh.tell() and not path.read_text().endswith("\n"):
+            self._fh.write("\n")  # start after a torn line, never inside it
+
+    @staticmethod
+    def read(path: Path) -> dict[str, Result]:
+        """A store's results, the file left as it is (a sweep may be appending to it)."""
+        results: dict[str, Result] = {}
         if path.exists():
             for line in path.read_text().splitlines():
                 try:
                     d = json.loads(line)
                 except json.JSONDecodeError:
                     continue  # the line a killed driver was writing
-                self.results.setdefault(d["key"], Result(d["key"], d["row"], d.get("series")))
-        self._fh = open(path, "a")  # noqa: SIM115 (held for the sweep, closed by close())
-        if self._fh.tell() and not path.read_text().endswith("\n"):
-            self._fh.write("\n")  # start after a torn line, never inside it
+                results.setdefault(d["key"], Result(d["key"], d["row"], d.get("series")))
+        return results
 
     def __contains__(self, key: str) -> bool:
         return key in self.results
