@@ -249,8 +249,10 @@ def _kernel_of_xval(cells: dict[tuple[Regime, str], list[float]]) -> dict:
 BOOT = 4000
 
 
-def cells(results: Iterable[tuple[Run, dict[str, object]]]) -> list[Cell]:
-    """Every (regime, option) with runs, in OPTIONS order within each regime."""
+def _ccts(
+    results: Iterable[tuple[Run, dict[str, object]]],
+) -> tuple[dict[tuple[Regime, str], dict[int, float]], dict[Regime, list[float]]]:
+    """CCT (ms) per (regime, option) and seed; the bound (ms) per regime, over seeds."""
     ccts: dict[tuple[Regime, str], dict[int, float]] = {}
     bounds: dict[Regime, list[float]] = {}
     for run, row in results:
@@ -260,6 +262,18 @@ def cells(results: Iterable[tuple[Run, dict[str, object]]]) -> list[Cell]:
         ccts.setdefault((reg, run.variant), {})[run.seed] = float(row["cct_us"]) / 1e3  # type: ignore[arg-type]
         if run.variant == REFERENCE:
             bounds.setdefault(reg, []).append(float(row["bound_us"]) / 1e3)  # type: ignore[arg-type]
+    return ccts, bounds
+
+
+def xval_kernel(results: Iterable[tuple[Run, dict[str, object]]]) -> dict:
+    """The map's runs of the cross-validation's cells, keyed as `crossval_regimes` keys them."""
+    ccts, _ = _ccts(results)
+    return _kernel_of_xval({k: [v[s] for s in sorted(v)] for k, v in ccts.items()})
+
+
+def cells(results: Iterable[tuple[Run, dict[str, object]]]) -> list[Cell]:
+    """Every (regime, option) with runs, in OPTIONS order within each regime."""
+    ccts, bounds = _ccts(results)
     lists = {k: [v[s] for s in sorted(v)] for k, v in ccts.items()}
     kernel = _kernel_of_xval(lists)
     rng = np.random.default_rng(0)
@@ -659,6 +673,11 @@ def report(
     text = table(all_cells) + f"\n{seeds}\n\n" + glance(all_cells)
     (out / "table.md").write_text(text)
     print(text)
+    kernel = xval_kernel(pairs)
+    if kernel:
+        # the cross-validation's table from these runs (the same configurations and seeds as
+        # `crossval --part regimes`, tested): the verdicts the cells' marks come from
+        (out / "crossval-regimes.md").write_text(xr.table(kernel) + "\n")
     if plots:
         for p in plot(all_cells, out):
             print("wrote", p)
