@@ -144,6 +144,8 @@ def test_a_small_map_runs_from_the_command_line_and_resumes(tmp_path: Path) -> N
     assert sum(int(r["deploy"]) for r in rows) == 1
     assert rows[0]["change_pct"] == "0.0" and float(rows[0]["bound_ms"]) > 0
     assert (tmp_path / "regime-map-rings.png").stat().st_size > 0
+    with open(tmp_path / "runs.csv") as fh:
+        assert len(list(csv.DictReader(fh))) == 9  # 3 options x 3 seeds
     text = (tmp_path / "table.md").read_text()
     assert "| rings | windowed | 32 | 128 KB | 100-102 |" in text
     deploy = next(r["option"] for r in rows if r["deploy"] == "1")

@@ -33,6 +33,7 @@ import numpy as np
 from evaluation.fabric import crossval_regimes as xr
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.policy_study import POLICIES
+from evaluation.fabric.rows import FIELDS
 from evaluation.fabric.scenarios import TABLE1, Run, scenario_runs
 from evaluation.fabric.sweep import Result, RunStore, local_cluster, run_key, run_sweep
 
@@ -664,9 +665,14 @@ def complete_cells(
 def report(
     pairs: list[tuple[Run, dict[str, object]]], grid: Grid, out: Path, plots: bool = True
 ) -> None:
-    """CSV, table.md (the table, the seeds, the at-a-glance table) and the heat maps."""
+    """regime-map.csv (a line per cell), runs.csv (a line per run), table.md (the table, the
+    seeds, the at-a-glance table), the heat maps, and crossval-regimes.md."""
     all_cells = cells(pairs)
     write_csv(all_cells, out / "regime-map.csv")
+    with open(out / "runs.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=FIELDS)
+        w.writeheader()
+        w.writerows(row for _, row in pairs)
     seeds = ", ".join(
         f"{h} nodes: seeds {grid.seeds_of(h).start}-{grid.seeds_of(h).stop - 1}" for h in grid.hosts
     )
