@@ -65,7 +65,7 @@ def test_the_grid_runs_512_nodes_as_table_1_does_and_refuses_other_layouts() -> 
 
 def _cell(name: str, ccts: list[float], ref: list[float], status: str = "validated") -> rm.Cell:
     rng = np.random.default_rng(0)
-    boot = (xr._medians(rng, ccts) / xr._medians(rng, ref) - 1) * 100
+    boot = (xr.bootstrap_medians(rng, ccts) / xr.bootstrap_medians(rng, ref) - 1) * 100
     lo, hi = np.percentile(boot, [5, 95])
     change = (float(np.median(ccts)) / float(np.median(ref)) - 1) * 100
     reg = rm.Regime("2d", "windowed", 32, 8 * MiB)

@@ -220,7 +220,7 @@ def _spread(xs: list[float]) -> str:
 BOOTSTRAP_REPS = 4000
 
 
-def _medians(rng: np.random.Generator, xs: list[float]) -> np.ndarray:
+def bootstrap_medians(rng: np.random.Generator, xs: list[float]) -> np.ndarray:
     """Medians of BOOTSTRAP_REPS resamples of xs (with replacement)."""
     a = np.asarray(xs, dtype=float)
     return np.median(rng.choice(a, size=(BOOTSTRAP_REPS, a.size)), axis=1)
@@ -259,7 +259,7 @@ def judge(
     if not k or n is None or not n.cct_ms:
         return None
     ns = list(n.cct_ms.values())
-    kb, nb = _medians(rng, k), _medians(rng, ns)
+    kb, nb = bootstrap_medians(rng, k), bootstrap_medians(rng, ns)
     diff = (statistics.median(k) / statistics.median(ns) - 1) * 100
     dlo, dhi = _interval((kb / nb - 1) * 100)
     ok = abs(diff) <= CCT_TOLERANCE * 100
@@ -270,7 +270,9 @@ def judge(
         bn = list(base_n.cct_ms.values())
         cn = (statistics.median(ns) / statistics.median(bn) - 1) * 100
         ck = (statistics.median(k) / statistics.median(base_k) - 1) * 100
-        plo, phi = _interval((kb / _medians(rng, base_k) - nb / _medians(rng, bn)) * 100)
+        plo, phi = _interval(
+            (kb / bootstrap_medians(rng, base_k) - nb / bootstrap_medians(rng, bn)) * 100
+        )
         change = (cn, ck, plo, phi)
         ok = ok and abs(ck - cn) <= CHANGE_TOLERANCE_PTS
         reach = reach and plo <= CHANGE_TOLERANCE_PTS and phi >= -CHANGE_TOLERANCE_PTS

@@ -40,7 +40,6 @@ from evaluation.fabric.sweep import Result, RunStore, local_cluster, run_key, ru
 KB, MiB = 1 << 10, 1 << 20
 LAYOUTS = ("2d", "rings")
 NICS = ("windowed", "rate-only")
-ACKS = ("data", "priority")
 CHUNKS = (128 * KB, MiB, 8 * MiB)
 # (NIC, ACK queue) -> the cross-validation's regime of the same NIC and queue
 XVAL_REGIME = {
@@ -208,7 +207,7 @@ def _xval_status(
     """How the cross-validation judged this regime and variant: `kernel` is this map's own
     runs of the cross-validation's cells (the same configurations and seeds)."""
     s = XVAL_SCENARIO.get((regime.layout, regime.hosts, regime.chunk_bytes))
-    if s is None or regime.nic not in NICS:
+    if s is None:
         return "unchecked"
     j = xr.judge(s, XVAL_REGIME[(regime.nic, ack)], variant, kernel, np.random.default_rng(0))
     if j is None:
@@ -281,13 +280,13 @@ def cells(results: Iterable[tuple[Run, dict[str, object]]]) -> list[Cell]:
     out = []
     for reg in sorted(bounds, key=_regime_order):
         ref = lists[(reg, REFERENCE)]
-        ref_boot = xr._medians(rng, ref)
+        ref_boot = xr.bootstrap_medians(rng, ref)
         for o in OPTIONS:
             xs = lists.get((reg, o.name))
             if xs is None:
                 continue
             change = (statistics.median(xs) / statistics.median(ref) - 1) * 100
-            boot = (xr._medians(rng, xs) / ref_boot - 1) * 100
+            boot = (xr.bootstrap_medians(rng, xs) / ref_boot - 1) * 100
             lo, hi = np.percentile(boot, [5, 95])
             out.append(
                 Cell(
