@@ -121,8 +121,9 @@ def _local(runs: list[Run], workers: int) -> Iterator[Result]:
 
 # A run holds the GIL for its whole length (the numba kernel), so its worker answers no
 # heartbeat meanwhile; the scheduler's default `worker-ttl` (5 minutes) then takes a 128-node
-# run for a dead worker, kills it and reschedules the run, which is killed again (seen: a run of
-# 306 s). Runs of any length need it off: here for a LocalCluster, and for a scheduler started
+# run for a dead worker, kills it and reschedules the run (seen: a worker unresponsive for 306 s,
+# killed). Releasing the GIL in the kernel would be the deeper fix; until then, runs of any
+# length need the TTL off: here for a LocalCluster, and for a scheduler started
 # by hand, DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL=None in its environment (docs/evaluation.md).
 NO_WORKER_TTL = {"distributed.scheduler.worker-ttl": None}
 
