@@ -35,6 +35,7 @@ from evaluation.fabric.kernel_state import (
     FL_DEC_FLAG,
     FL_DEC_NEXT,
     FL_DEC_PENDING,
+    FL_DELAY,
     FL_FLY_MAX,
     FL_JOB,
     FL_LAST_CNP,
@@ -99,6 +100,7 @@ from evaluation.fabric.kernel_state import (
 
 EV_QP_READY, EV_NIC_TXDONE, EV_ARRIVE, EV_PORT_TXDONE, EV_DEC = range(5)
 EV_RPT, EV_RTO, EV_SAMPLE, EV_START, EV_BG, EV_PFC = range(5, 11)
+EV_COMPUTED = 11  # a compute node's duration is over (Flows.delay)
 KIND_DATA, KIND_ACK, KIND_NACK = 0, 1, 2
 PK_BITS = 28  # an ARRIVE payload: the event type (4 bits), the packet (28 bits), its flow above
 PK_MASK = (1 << PK_BITS) - 1
@@ -154,6 +156,16 @@ def _flow(pkt, pk):  # type: ignore[no-untyped-def]
 def _send(q, pkt0, pk, f, t):  # type: ignore[no-untyped-def]
     """Packet pk of flow f onto a wire: its ARRIVE at t, queued in the packet's own row."""
     eq.push_owned(q, pkt0 + PK_COLUMNS * pk, t, _arrive(pk, f))
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _release(q, fl, succ_ptr, succ_idx, f, now):  # type: ignore[no-untyped-def]
+    """Flow (or compute node) f is done: its successors whose last predecessor it was start."""
+    for e in range(succ_ptr[f], succ_ptr[f + 1]):
+        nxt = succ_idx[e]
+        fl[nxt, FL_WAIT] -= 1
+        if fl[nxt, FL_WAIT] == 0:
+            eq.push(q, now, EV_START | (nxt << 4))
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -477,11 +489,7 @@ def run(
                             if left[j] == 0:
                                 job_end[j] = now
                                 jobs_left -= 1
-                            for e in range(succ_ptr[f], succ_ptr[f + 1]):
-                                nxt = succ_idx[e]
-                                fl[nxt, FL_WAIT] -= 1
-                                if fl[nxt, FL_WAIT] == 0:
-                                    eq.push(q, now, EV_START | (nxt << 4))
+                            _release(q, fl, succ_ptr, succ_idx, f, now)
                     elif idx > exp:
                         stats[S_OOO] += 1
                         if now >= fl[f, FL_NACK_TIMER] or fl[f, FL_NACK_LAST] != exp:
@@ -697,11 +705,26 @@ def run(
             _send(q, pkt0, pk, f, pt[portu, PT_BUSY] + prop_ps)
             continue
 
+        if ev == EV_COMPUTED:
+            f = x
+            f_done[f] = now
+            j = fl[f, FL_JOB]
+            left[j] -= 1
+            if left[j] == 0:
+                job_end[j] = now
+                jobs_left -= 1
+            _release(q, fl, succ_ptr, succ_idx, f, now)
+            continue
+
         if ev == EV_START:
             f = x
+            f_begin[f] = now
+            if fl[f, FL_NPK] == 0:
+                # a compute node: no packets, no step in flight; done after its duration
+                eq.push(q, now + fl[f, FL_DELAY], EV_COMPUTED | (f << 4))
+                continue
             j = fl[f, FL_JOB]
             s = fl[f, FL_STEP]
-            f_begin[f] = now
             active[j, s] += 1
             if active[j, s] == 1:
                 distinct[j] += 1

@@ -50,6 +50,9 @@ class Flows(NamedTuple):
     start: np.ndarray  # start time of root flows, -1 for the others
     win: np.ndarray  # HPCC's window, bytes (0: none)
     ce_psn: np.ndarray  # tests: [flow, k] PSN indices the sender's NIC marks CE (-1: none)
+    # a flow of no packets is a compute node (a training workload's layer computation): it
+    # "delivers" this long after it starts, releasing its successors; 0 for transfers
+    delay: np.ndarray
     n_jobs: int
     n_steps: int
 

@@ -69,6 +69,7 @@ FLOW_COLUMNS: dict[str, int | None] = {
     "dec_pending": 0,
     "bc_events": 0,  # dcqcn-paper: byte-counter events since the cut
     "bc_bytes": 0,  # dcqcn-paper: bytes sent since the last byte-counter event
+    "delay": None,  # a compute node (no packets): its duration (Flows.delay)
 }
 WIDTH = {"path": MAX_HOPS, "rpath": MAX_HOPS}
 FL_PLEN, FL_NPK, FL_JOB, FL_STEP, FL_CLS, FL_SLOT_ROW, FL_SIG, FL_PSN0 = range(8)
@@ -97,7 +98,7 @@ FL_RPLEN, FL_WAIT = 22, 23
     FL_RPT_EVT,
 ) = range(32, 40)
 FL_ALPHA_NEXT, FL_ALPHA_FLAG, FL_DEC_FLAG, FL_DEC_NEXT, FL_DEC_PENDING = range(40, 45)
-FL_BC_EVENTS, FL_BC_BYTES = 45, 46
+FL_BC_EVENTS, FL_BC_BYTES, FL_DELAY = 45, 46, 47
 FL_COLUMNS = 48  # whole cache lines
 
 

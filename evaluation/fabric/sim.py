@@ -168,8 +168,13 @@ def run_kernel(
     return kn.run(seed, mode, topo, flows, sym, nic, bg, lim, out, state)
 
 
+# builds a run's workload from its fabric and generator (`training.py`'s training iterations)
+WorkloadBuilder = Callable[[FabricConfig, Fabric, np.random.Generator], Workload]
+FlowsArg = list[tuple[int, int, int, int, int]] | CustomFlows | WorkloadBuilder | None
+
+
 def prepare(
-    cfg: FabricConfig, seed: int, flows: list[tuple[int, int, int, int, int]] | CustomFlows | None
+    cfg: FabricConfig, seed: int, flows: FlowsArg
 ) -> tuple[np.random.Generator, Fabric, Workload]:
     """A run's fabric and workload, drawn from the seed in the run's order (`simulate`; the ns-3
     cross-validation exports the same workload: `ns3_export`); the generator continues with the
@@ -177,14 +182,19 @@ def prepare(
     cfg.validate()
     rng = np.random.default_rng(seed)
     fab = build_fabric(cfg)
-    wl = build_workload(cfg, fab, rng) if flows is None else custom_workload(cfg, fab, flows)
+    if flows is None:
+        wl = build_workload(cfg, fab, rng)
+    elif callable(flows):
+        wl = flows(cfg, fab, rng)
+    else:
+        wl = custom_workload(cfg, fab, flows)
     return rng, fab, wl
 
 
 def simulate(
     cfg: FabricConfig,
     seed: int,
-    flows: list[tuple[int, int, int, int, int]] | CustomFlows | None = None,
+    flows: FlowsArg = None,
     ce_psn: dict[int, list[int]] | None = None,
     cc_trace_rows: int = 0,
     kernel: KernelCall = run_kernel,
@@ -272,6 +282,7 @@ def simulate(
         start=wl.f_start_ps,
         win=flow_windows(cfg, wl.f_plen),
         ce_psn=f_ce_psn,
+        delay=wl.f_delay_ps if wl.f_delay_ps.size else np.zeros(nf, dtype=np.int64),
         n_jobs=wl.n_jobs,
         n_steps=wl.n_steps,
     )

@@ -22,7 +22,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from evaluation.fabric.collectives import build_sends, dim_rings, lockstep_bound_us, ring_hosts
+from evaluation.fabric.collectives import (
+    Sends,
+    build_sends,
+    dim_rings,
+    lockstep_bound_us,
+    ring_hosts,
+)
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.ecmp import (
     CONTROL_SPORT,
@@ -126,8 +132,11 @@ class Dag:
     npred: np.ndarray  # [flow]
 
     @staticmethod
-    def of(n_flows: int, edges: Iterable[tuple[int, int]]) -> Dag:
-        e = np.array(sorted(set(edges)), dtype=np.int64).reshape(-1, 2)
+    def of(n_flows: int, edges: Iterable[tuple[int, int]] | np.ndarray) -> Dag:
+        if isinstance(edges, np.ndarray):  # [edge, (pred, succ)], as large workloads build them
+            e = np.unique(edges.astype(np.int64).reshape(-1, 2), axis=0)
+        else:
+            e = np.array(sorted(set(edges)), dtype=np.int64).reshape(-1, 2)
         counts = np.bincount(e[:, 0], minlength=n_flows)
         ptr = np.zeros(n_flows + 1, dtype=np.int64)
         np.cumsum(counts, out=ptr[1:])
@@ -164,6 +173,8 @@ class Workload:
     f_phase: np.ndarray = field(default_factory=_empty)  # index into `phases`
     f_sport: np.ndarray = field(default_factory=_empty)  # the UDP source port ECMP hashed
     phases: list = field(default_factory=list)  # collectives.RingPhase per phase index
+    # compute nodes (flows of no packets, `f_npk` 0): their duration, ps (empty: no compute)
+    f_delay_ps: np.ndarray = field(default_factory=_empty)
 
 
 def _gbps_ser(cfg: FabricConfig, gbps: float) -> int:
@@ -290,8 +301,22 @@ def build_workload(cfg: FabricConfig, fab: Fabric, rng: np.random.Generator) -> 
     Random draws per run: the salt (drawn in every ECMP mode, so that the other draws match),
     then per flow its initial PSN and, for root flows, its start jitter."""
     cfg.validate()
-    sends = build_sends(cfg)
+    return sends_workload(cfg, fab, rng, build_sends(cfg))
+
+
+def sends_workload(
+    cfg: FabricConfig,
+    fab: Fabric,
+    rng: np.random.Generator,
+    sends: Sends,
+    delay_ps: np.ndarray | None = None,
+    ring_rows: np.ndarray | None = None,
+) -> Workload:
+    """`build_workload` for any sends (`training.py` builds them from a workload file), in the
+    same draws. `delay_ps` > 0 or a send of 0 bytes marks a compute node (no packets, no path;
+    it draws only its start jitter when it is a root); `ring_rows` the rings to report."""
     nf = sends.src.shape[0]
+    compute = sends.msg_bytes == 0
     salt = int(rng.integers(0, 1 << 62))
     # What the flow's packets carry in the UDP source port: ns-3's per-pair counter when ECMP
     # is ns-3's; else the step (the first version's choice, the paper's prototype's).
@@ -303,6 +328,10 @@ def build_workload(cfg: FabricConfig, fab: Fabric, rng: np.random.Generator) -> 
     psn0 = np.zeros(nf, dtype=np.int64)
     start = np.full(nf, -1, dtype=np.int64)
     for f in range(nf):
+        if compute[f]:
+            if sends.root[f]:
+                start[f] = int(rng.integers(0, cfg.start_jitter_ns + 1)) * 1000
+            continue
         a, b, r = int(sends.src[f]), int(sends.dst[f]), int(sends.ring[f])
         hops = data_path(a, b, r, int(sport[f]))
         back = ack_path(a, b, r, int(sport[f]))
@@ -315,8 +344,10 @@ def build_workload(cfg: FabricConfig, fab: Fabric, rng: np.random.Generator) -> 
             job = int(sends.job[f])
             js = cfg.job_start_us[job - 1] if job - 1 < len(cfg.job_start_us) else 0.0
             start[f] = round(js * 1e6) + int(rng.integers(0, cfg.start_jitter_ns + 1)) * 1000
+    if ring_rows is None:
+        ring_rows = ring_hosts(cfg) if cfg.topology == "rings" else dim_rings(cfg, 0)
     return Workload(
-        ring_hosts=ring_hosts(cfg) if cfg.topology == "rings" else dim_rings(cfg, 0),
+        ring_hosts=ring_rows,
         f_src=sends.src,
         f_dst=sends.dst,
         f_job=sends.job,
@@ -339,6 +370,7 @@ def build_workload(cfg: FabricConfig, fab: Fabric, rng: np.random.Generator) -> 
         f_phase=sends.phase,
         f_sport=sport,
         phases=sends.phases,
+        f_delay_ps=np.zeros(nf, dtype=np.int64) if delay_ps is None else delay_ps,
     )
 
 

@@ -1,0 +1,165 @@
+"""Training workloads (issue 47): Astra-Sim's text format read and refused line by line, and a
+training iteration in the kernel (compute nodes, the workload layer's dependencies)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evaluation.fabric.collectives import build_sends
+from evaluation.fabric.scenarios import TABLE1
+from evaluation.fabric.sim import simulate
+from evaluation.fabric.training import (
+    iteration_graph,
+    main,
+    simulate_training,
+    training_builder,
+)
+from evaluation.fabric.workload_text import WorkloadError, parse_text, read_text
+
+WORKLOADS = Path(__file__).resolve().parents[1] / "evaluation" / "workloads"
+SMALL = replace(TABLE1, hosts=16, chunk_bytes=16 * 1024, start_jitter_ns=0)
+
+
+def _layer(name: str, fwd: int, ig: int, wg: int, wg_bytes: int, update: int = 0) -> str:
+    return f"{name} -1 {fwd} NONE 0 {ig} NONE 0 {wg} ALLREDUCE {wg_bytes} {update}"
+
+
+def test_the_suites_files_parse() -> None:
+    resnet = read_text(WORKLOADS / "astra-sim" / "Resnet50_DataParallel.txt")
+    assert (resnet.parallelism, len(resnet.layers)) == ("DATA", 54)
+    assert resnet.layers[0].wg.size_bytes == 37632 == 7 * 7 * 3 * 64 * 4  # fp32 weights
+    tr = read_text(WORKLOADS / "astra-sim" / "Transformer_HybridParallel.txt")
+    assert (tr.parallelism, tr.model_parallel_group, len(tr.layers)) == (
+        "HYBRID_TRANSFORMER",
+        4,
+        57,
+    )
+    vgg = read_text(WORKLOADS / "VGG16_DataParallel.txt")
+    params = sum(layer.wg.size_bytes for layer in vgg.layers) // 4
+    assert len(vgg.layers) == 16 and params == 138_344_128  # VGG16's 138.3 M weights
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "says"),
+    [
+        ("", "", "empty"),
+        ("DATAX\n1\n" + _layer("a", 1, 1, 1, 64), ":1", "parallelism 'DATAX'"),
+        ("DATA\n", "", "no layer count"),
+        ("DATA\nx\n" + _layer("a", 1, 1, 1, 64), ":2", "the number of layers must be an int"),
+        ("DATA\n2\n" + _layer("a", 1, 1, 1, 64), ":2", "declares 2 layers, the file has 1"),
+        ("DATA\n1\na -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 64", ":3", "has 11"),
+        ("DATA\n1\n" + _layer("a", 1, 1, 1, 64).replace(" 1 NONE", " 1.5 NONE", 1), ":3", "int"),
+        ("DATA\n1\n" + _layer("a", -3, 1, 1, 64), ":3", "forward compute must be >= 0"),
+        ("DATA\n1\n" + _layer("a", 1, 1, 1, 64).replace("ALLREDUCE", "BCAST"), ":3", "BCAST"),
+        ("DATA\n1\na -1 1 NONE 8 1 NONE 0 1 ALLREDUCE 64 0", ":3", "NONE with size 8"),
+        ("DATA\n1\n" + _layer("a", 1, 1, 1, 0), ":3", "ALLREDUCE of 0 bytes"),
+        ("HYBRID_TRANSFORMER\n1\n" + _layer("a", 1, 1, 1, 64), ":1", "model_parallel_NPU_group"),
+        ("DATA extra\n1\n" + _layer("a", 1, 1, 1, 64), ":1", "unexpected 'extra'"),
+    ],
+)
+def test_malformed_files_are_refused_with_their_line(text: str, where: str, says: str) -> None:
+    with pytest.raises(WorkloadError) as e:
+        parse_text(text, "w.txt")
+    assert str(e.value).startswith(f"w.txt{where}:") and says in str(e.value)
+
+
+def test_a_missing_file_and_an_unrun_parallelism_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(WorkloadError, match="cannot read"):
+        read_text(tmp_path / "none.txt")
+    wl = parse_text("MODEL\n1\n" + _layer("a", 1, 1, 1, 64), "m.txt")
+    with pytest.raises(WorkloadError, match="MODEL is read but not run"):
+        iteration_graph(wl, SMALL)
+    a2a = parse_text("DATA\n1\na -1 1 NONE 0 1 NONE 0 1 ALLTOALL 64 0", "a.txt")
+    with pytest.raises(WorkloadError, match=r"a\.txt:3: ALLTOALL"):
+        iteration_graph(a2a, SMALL)
+
+
+def test_one_all_reduce_is_the_collective_of_the_scenarios_exactly() -> None:
+    """MICRO with one all-reduce of the collective's size builds build_sends' sends, steps,
+    source-port counters and DAG, and the kernel runs it to the same nanosecond, when sends
+    are gated as build_sends gates them (step 0 only: `gate_steps=False`)."""
+    cfg = replace(TABLE1, hosts=16, chunk_bytes=64 * 1024)
+    wl = parse_text(f"MICRO\n1\nar -1 0 NONE 0 0 NONE 0 0 ALLREDUCE {cfg.collective_bytes} 0")
+    sends, _ = iteration_graph(wl, cfg, gate_steps=False).sends()
+    ref = build_sends(cfg)
+    n = ref.src.shape[0]
+    for col in ("src", "dst", "ring", "chunk", "step", "msg_bytes", "collective_step", "root"):
+        assert np.array_equal(getattr(sends, col)[:n], getattr(ref, col)), col
+    assert np.array_equal(sends.pair_seq[:n], ref.pair_seq)
+    assert {tuple(e) for e in sends.edges.tolist() if e[1] < n} == set(ref.edges)
+    same = training_builder(wl, gate_steps=False)
+    assert simulate(cfg, 7, flows=same).cct_us == simulate(cfg, 7).cct_us
+
+
+def test_compute_nodes_hold_the_collectives_back_by_their_cycles() -> None:
+    """Data parallel, two layers: layer 1's weight-gradient all-reduce starts after forward 0,
+    forward 1 and weight-gradient 1 (1 cycle = 1 ns), layer 0's after input-gradient 1 and
+    weight-gradient 0 too; with the network free the iteration takes the compute alone."""
+    fwd0, fwd1, wg1, ig1, wg0 = 1000, 2000, 3000, 5_000_000, 700
+    text = (
+        "DATA\n2\n" + _layer("l0", fwd0, 9, wg0, 4096) + "\n" + _layer("l1", fwd1, ig1, wg1, 8192)
+    )
+    wl = parse_text(text)
+    r = simulate(SMALL, 3, flows=training_builder(wl))
+    g = iteration_graph(wl, SMALL)
+    begin = r.flow_begin_us[: g.n_sends]
+    coll = np.asarray(g.sends()[0].pass_[: g.n_sends])
+    assert begin[coll == 0].min() == pytest.approx((fwd0 + fwd1 + wg1) / 1000, abs=1e-6)
+    assert begin[coll == 1].min() == pytest.approx((fwd0 + fwd1 + wg1 + ig1 + wg0) / 1000, abs=1e-6)
+    res = simulate_training(wl, SMALL, 3)
+    assert res.comm_free_ms == pytest.approx((fwd0 + fwd1 + wg1 + ig1 + wg0) / 1e6)
+    assert res.jct_ms > res.comm_free_ms and res.collectives == 2
+
+
+def test_the_next_pass_waits_for_the_layers_all_reduce_and_update() -> None:
+    """Pass 2's forward of a layer starts only when this NPU finished the layer's all-reduce of
+    pass 1 and its update delay."""
+    update = 40_000
+    wl = parse_text("DATA\n1\n" + _layer("l0", 100, 0, 100, 1 << 20, update))
+    cfg = replace(SMALL, passes=2)
+    g = iteration_graph(wl, cfg)
+    r = simulate(cfg, 1, flows=training_builder(wl))
+    sends = g.sends()[0]
+    ns = g.n_sends
+    coll, phase = np.asarray(sends.pass_[:ns]), np.asarray(sends.phase[:ns])
+    last = (coll == 0) & (phase == phase[coll == 0].max())
+    for h in range(cfg.hosts):
+        finished = r.flow_done_us[:ns][last & (sends.dst[:ns] == h)].max()
+        again = r.flow_begin_us[:ns][(coll == 1) & (sends.src[:ns] == h)].min()
+        # the update (40 us), pass 2's forward (100 ns) and weight gradient (100 ns)
+        assert again == pytest.approx(finished + (update + 200) / 1000, abs=1e-6)
+
+
+def test_a_hybrid_transformer_runs_its_model_parallel_collectives_in_the_group() -> None:
+    text = (
+        "HYBRID_TRANSFORMER model_parallel_NPU_group: 4\n2\n"
+        "a -1 10 ALLGATHER 65536 10 ALLREDUCE 32768 10 ALLREDUCE 65536 1\n"
+        "b -1 10 NONE 0 10 NONE 0 10 ALLREDUCE 65536 1"
+    )
+    wl = parse_text(text)
+    g = iteration_graph(wl, SMALL)
+    sends, _ = g.sends()
+    ns = g.n_sends
+    src, dst, coll = sends.src[:ns], sends.dst[:ns], np.asarray(sends.pass_[:ns])
+    # collective 0: the forward all-gather, in groups of 4 consecutive NPUs
+    assert ((src[coll == 0] // 4) == (dst[coll == 0] // 4)).all()
+    assert len(g.collectives) == 4  # fwd a; ig a, wg b, wg a (b has no ig collective)
+    res = simulate_training(wl, SMALL, 2)
+    assert res.jct_ms > 0 and res.stats["error"] == 0
+
+
+def test_the_command_line_runs_a_file_and_refuses_a_bad_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = tmp_path / "good.txt"
+    good.write_text("DATA\n1\n" + _layer("l0", 100, 100, 100, 65536) + "\n")
+    assert main([str(good), "--hosts", "16", "--seed", "1"]) == 0
+    assert "JCT" in capsys.readouterr().out
+    bad = tmp_path / "bad.txt"
+    bad.write_text("DATA\n3\n" + _layer("l0", 100, 100, 100, 65536) + "\n")
+    assert main([str(bad), "--hosts", "16"]) == 2
+    assert "bad.txt:2: declares 3 layers" in capsys.readouterr().err
