@@ -151,3 +151,11 @@ def test_step_overlap_is_serial() -> None:
     assert ar.step_overlap(8, 7) == 0  # step_max behind step_min: all completed
     assert ar.step_overlap(0, ar.STEP_HALF - 1) == ar.STEP_HALF
     assert ar.step_overlap(0, ar.STEP_HALF) == 0  # the ambiguous distance counts as behind
+
+
+def test_crc16_by_table_is_crc16_bit_by_bit() -> None:
+    rng = random.Random(16)
+    for n in (0, 1, 2, 7, 64):
+        for _ in range(50):
+            data = bytes(rng.randrange(256) for _ in range(n))
+            assert ar.crc16(data) == ar._crc16_bitwise(data)

@@ -112,9 +112,15 @@ class RunStore:
         self._fh.close()
 
 
-def _local(runs: list[Run], workers: int) -> Iterator[Result]:
+# a sweep's task kinds: the scenarios' runs (`Run`, `execute`, `run_key`) by default;
+# training iterations bring their own (`training_eval.py`)
+Execute = Callable[[Any], Result]
+Key = Callable[[Any], str]
+
+
+def _local(runs: list[Any], workers: int, fn: Execute = execute) -> Iterator[Result]:
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(execute, r) for r in runs]
+        futures = [pool.submit(fn, r) for r in runs]
         for fut in pool_completed(futures):
             yield fut.result()
 
@@ -141,28 +147,33 @@ def local_cluster(workers: int) -> Iterator[str]:
         yield lc.scheduler_address
 
 
-def _dask(runs: list[Run], address: str) -> Iterator[Result]:
+def _dask(
+    runs: list[Any], address: str, fn: Execute = execute, key: Key = run_key
+) -> Iterator[Result]:
     from distributed import Client, as_completed
 
     with Client(address) as client:
         # The run key names the task: resubmitting a key already on the cluster is a no-op.
-        futures = [client.submit(execute, r, key=f"fabric-run-{run_key(r)}") for r in runs]
+        futures = [client.submit(fn, r, key=f"fabric-run-{key(r)}") for r in runs]
         for fut in as_completed(futures):
             yield fut.result()
             fut.release()
 
 
 def run_sweep(
-    runs: Iterable[Run],
+    runs: Iterable[Any],
     store: RunStore,
     workers: int = 1,
     cluster: str | None = None,
     on_result: Callable[[Result], None] | None = None,
     progress: bool = True,
+    fn: Execute = execute,
+    key: Key = run_key,
 ) -> list[Result]:
-    """Run what the store lacks; return every run's result in the order of `runs`."""
+    """Run what the store lacks; return every run's result in the order of `runs`. `fn` runs
+    one task anywhere and `key` names its result (the scenarios' runs by default)."""
     runs = list(runs)
-    keys = [run_key(r) for r in runs]
+    keys = [key(r) for r in runs]
     todo, queued = [], set()
     for r, k in zip(runs, keys, strict=True):
         if k not in store and k not in queued:
@@ -176,7 +187,7 @@ def run_sweep(
         disable=not progress,
     )
     if todo:
-        results = _dask(todo, cluster) if cluster else _local(todo, workers)
+        results = _dask(todo, cluster, fn, key) if cluster else _local(todo, workers, fn)
         for res in results:
             if store.add(res):
                 bar.update(1)

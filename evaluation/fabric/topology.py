@@ -17,6 +17,7 @@ it onto its own path.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -62,6 +63,7 @@ class Fabric:
     n_hosts: int = 0
     _dist: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
     _ports_of: list[list[int]] = field(default_factory=list, repr=False)
+    _next: dict[tuple[int, int], list[int]] = field(default_factory=dict, repr=False)
 
     def reverse_path(self, path: np.ndarray, plen: int) -> list[int]:
         """The egress ports of the way back over the same links (an ACK's path when the
@@ -97,7 +99,14 @@ class Fabric:
 
     def next_hops(self, switch: int, dst: int) -> list[int]:
         """Egress ports of `switch` on a shortest path to host `dst`, ordered by the next
-        node's id (ns-3 lists them in BFS order, i.e. by node)."""
+        node's id (ns-3 lists them in BFS order, i.e. by node). Memoised: a training
+        workload routes millions of flows over the same few (switch, host) pairs."""
+        hit = self._next.get((switch, dst))
+        if hit is None:
+            hit = self._next[switch, dst] = self._next_hops(switch, dst)
+        return hit
+
+    def _next_hops(self, switch: int, dst: int) -> list[int]:
         tor = int(self.tor_of[dst])
         if switch == tor:
             return [self.n_hosts + dst]
@@ -134,7 +143,10 @@ class Dag:
     @staticmethod
     def of(n_flows: int, edges: Iterable[tuple[int, int]] | np.ndarray) -> Dag:
         if isinstance(edges, np.ndarray):  # [edge, (pred, succ)], as large workloads build them
-            e = np.unique(edges.astype(np.int64).reshape(-1, 2), axis=0)
+            # one int64 per edge sorts as (pred, succ) pairs do, and far faster (n < 2^31)
+            e2 = edges.astype(np.int64).reshape(-1, 2)
+            code = np.unique(e2[:, 0] * n_flows + e2[:, 1])
+            e = np.stack([code // n_flows, code % n_flows], axis=1)
         else:
             e = np.array(sorted(set(edges)), dtype=np.int64).reshape(-1, 2)
         counts = np.bincount(e[:, 0], minlength=n_flows)
@@ -272,11 +284,15 @@ def _choosers(
         # to sender, CONTROL_SPORT), so it may cross the other spine than the data it answers
         return switch_hash(dst, src, ring, CONTROL_SPORT)
 
+    @functools.lru_cache(maxsize=4)  # a flow asks for its data path, then its ACK path
+    def both(src: int, dst: int, sport: int) -> tuple[list[int], list[int]]:
+        return ns3_paths(fab, src, dst, sport)
+
     def ns3(src: int, dst: int, ring: int, sport: int) -> list[int]:
-        return ns3_paths(fab, src, dst, sport)[0]
+        return both(src, dst, sport)[0]
 
     def ns3_ack(src: int, dst: int, ring: int, sport: int) -> list[int]:
-        return ns3_paths(fab, src, dst, sport)[1]
+        return both(src, dst, sport)[1]
 
     def same_links_back(src: int, dst: int, ring: int, sport: int) -> list[int]:
         fwd = data(src, dst, ring, sport)

@@ -51,6 +51,8 @@ from evaluation.fabric.topology import Fabric, Workload, sends_workload
 from evaluation.fabric.workload_text import Comm, TextWorkload, WorkloadError, read_text
 
 PS_PER_NS = 1000
+# bump when the iteration's rules change what a run gives (training_eval's store keys carry it)
+TRAINING_VERSION = 1
 RUN_PARALLELISMS = ("DATA", "HYBRID_TRANSFORMER", "MICRO")
 _BIG = 1 << 40  # compute nodes' provisional ids start here (sends' below)
 
@@ -467,7 +469,12 @@ def simulate_training(
     from evaluation.fabric.sim import simulate  # the simulator imports this module's callers
 
     g = iteration_graph(wl, cfg, scales)
-    res = simulate(cfg, seed, flows=training_builder(wl, scales))
+    sends_, dur = g.sends()
+
+    def build(cfg: FabricConfig, fab: Fabric, rng: np.random.Generator) -> Workload:
+        return sends_workload(cfg, fab, rng, sends_, delay_ps=dur)
+
+    res = simulate(cfg, seed, flows=build)
     sends = g.n_sends
     begin, done = res.flow_begin_us[:sends], res.flow_done_us[:sends]
     jct = res.cct_us[0] / 1000
