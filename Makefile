@@ -14,7 +14,7 @@ P4C_BMV2 ?= p4c-bm2-ss
 P4C ?= p4c
 CONFIG ?= examples/bmv2.toml
 
-.PHONY: help setup build run fabric stop controller test unit ptf fuzz lint tofino2 bench experiment experiment-long experiment-fabric evaluation regime-map shell clean
+.PHONY: help setup build run fabric stop controller test unit ptf fuzz lint tofino2 bench experiment experiment-long experiment-fabric evaluation regime-map evaluation-workloads shell clean
 
 help:
 	@echo "make setup     Python environment in $(VENV) (the runtime, symphony-tools and the dev tools)"
@@ -35,6 +35,7 @@ help:
 	@echo "make experiment-fabric ring all-reduces across the bmv2 leaf-spine -> $(BUILD)/experiments-fabric*/ (PROFILES=\"$(PROFILES)\": the NICs; ACK_CLASSES=\"$(ACK_CLASSES)\")"
 	@echo "make evaluation  fabric simulator: every scenario, CSV + PNG -> $(BUILD)/evaluation/"
 	@echo "make regime-map  which to deploy, per regime (simulator, Dask; CLUSTER=$(CLUSTER)) -> $(BUILD)/regime-map/"
+	@echo "make evaluation-workloads  Table 2 and Fig. 6 (training iterations; Dask) -> $(BUILD)/training/"
 	@echo "make shell     p4runtime-shell against the running switch (its own environment)"
 
 # The runtime (symphony, with the dev tools) and the repository's tooling (symphony-tools,
@@ -191,6 +192,14 @@ regime-map: setup
 	$(PY) -m evaluation.fabric.regime_map $(REGIME_MAP_ARGS) --cluster $(CLUSTER) --jobs $(JOBS) \
 		--out $(BUILD)/regime-map
 	$(PY) -m evaluation.fabric.flow_stalls --seed 100 --out $(BUILD)/regime-map/flow-stalls
+
+# The paper's training-job figures (docs/training.md): Table 2's models and Fig. 6's Transformer,
+# one iteration per run, on Dask as the regime map; resumable ($(BUILD)/training/runs.jsonl).
+WORKLOADS_ARGS ?= --part table2 --part fig6 --hosts 128
+
+evaluation-workloads: setup
+	$(PY) -m evaluation.fabric.training_eval $(WORKLOADS_ARGS) --cluster $(CLUSTER) --jobs $(JOBS) \
+		--out $(BUILD)/training
 
 shell:
 	tools/p4shell.sh

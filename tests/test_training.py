@@ -163,3 +163,31 @@ def test_the_command_line_runs_a_file_and_refuses_a_bad_one(
     bad.write_text("DATA\n3\n" + _layer("l0", 100, 100, 100, 65536) + "\n")
     assert main([str(bad), "--hosts", "16"]) == 2
     assert "bad.txt:2: declares 3 layers" in capsys.readouterr().err
+
+
+def test_the_evaluation_runs_resumes_and_reports_from_its_store(tmp_path: Path) -> None:
+    """training_eval end to end on 16 nodes: one seed, DCQCN alone and the paper's policy;
+    a rerun runs nothing (the store has every key) and --report-only rebuilds the table."""
+    from evaluation.fabric import training_eval as te
+
+    args = ["--hosts", "16", "--model", "resnet50", "--option", "dcqcn", "--option", "paper"]
+    args += ["--seeds", "1", "--out", str(tmp_path)]
+    assert te.main(args) == 0
+    table = (tmp_path / "table.md").read_text()
+    assert "| table2 | resnet50 | 16 | 1 | paper |" in table and "vs dcqcn" in table
+    assert (tmp_path / "table2.png").stat().st_size > 0
+    stored = (tmp_path / "runs.jsonl").read_text()
+    assert te.main(args) == 0 and (tmp_path / "runs.jsonl").read_text() == stored
+    (tmp_path / "table.md").unlink()
+    assert te.main([*args, "--report-only"]) == 0
+    assert (tmp_path / "table.md").read_text() == table
+
+
+def test_the_evaluations_keys_name_the_workload_and_the_rules() -> None:
+    from evaluation.fabric import training_eval as te
+
+    runs = te.grid(["table2", "fig6"], [128], ["resnet50"], range(100, 101), ["dcqcn"])
+    assert len(runs) == 1 + len(te.FIG6_REDUCTIONS)
+    keys = {te.training_key(r) for r in runs}
+    assert len(keys) == len(runs) and all("|t" in k for k in keys)
+    assert runs[0].cfg.hosts == 128 and runs[0].cfg.mode == "baseline"
