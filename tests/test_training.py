@@ -191,3 +191,47 @@ def test_the_evaluations_keys_name_the_workload_and_the_rules() -> None:
     keys = {te.training_key(r) for r in runs}
     assert len(keys) == len(runs) and all("|t" in k for k in keys)
     assert runs[0].cfg.hosts == 128 and runs[0].cfg.mode == "baseline"
+
+
+def test_arriving_jobs_fit_the_cluster_on_their_own_nodes() -> None:
+    from evaluation.fabric import arrivals as ar
+
+    for seed in range(20):
+        jobs = ar.draw_jobs(128, seed)
+        hosts = [h for jb in jobs for h in jb.hosts]
+        assert 3 <= len(jobs) <= 4 and len(hosts) == len(set(hosts)) <= 128
+        for jb in jobs:
+            assert len(jb.hosts) in ar.JOB_NODES and jb.size_bytes in ar.JOB_BYTES
+            assert ar.PASSES[0] <= jb.passes <= ar.PASSES[1]
+            assert 0 <= jb.arrival_ns <= ar.ARRIVAL_WINDOW_MS * 1e6
+    assert ar.draw_jobs(128, 3) == ar.draw_jobs(128, 3)
+
+
+def test_jobs_run_on_their_nodes_with_their_ids_from_their_arrival(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each job's sends stay on its nodes and carry its Job_ID; none starts before the job
+    arrives, and each job's JCT is counted from its arrival (training_eval's fig7c row)."""
+    from evaluation.fabric import arrivals as ar
+    from evaluation.fabric import training_eval as te
+
+    monkeypatch.setattr(ar, "PASSES", (1, 2))
+    monkeypatch.setattr(ar, "JOB_BYTES", (256 * 1024,))
+    cfg = replace(TABLE1, hosts=128)
+    jobs = ar.draw_jobs(128, 5)
+    g, starts = ar.arrivals_graph(cfg, jobs)
+    sends, _ = g.sends()
+    ns = g.n_sends
+    r = simulate(cfg, 5, flows=lambda c, f, rng: te.sends_workload(c, f, rng, sends, g.sends()[1]))
+    for jb in jobs:
+        mine = sends.job[:ns] == jb.job
+        assert set(sends.src[:ns][mine]) == set(jb.hosts) == set(sends.dst[:ns][mine])
+        assert r.flow_begin_us[:ns][mine].min() >= jb.arrival_ns / 1000
+    row = te.execute_training(te.TrainingRun("fig7c", "arrivals", 128, "dcqcn", 5)).row
+    import json
+
+    out = json.loads(row["jobs"])
+    assert [o[0] for o in out] == [jb.job for jb in jobs]
+    for o, jb in zip(out, jobs, strict=True):
+        assert o[4] == pytest.approx(jb.arrival_ns / 1e6, abs=0.003)  # start jitter: <= 2 us
+        assert 0 < o[5] < r.cct_us[jb.job - 1] / 1000

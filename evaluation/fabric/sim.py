@@ -357,7 +357,8 @@ def simulate(
         mean_ov.append(float(seg.mean()) if seg.size else 0.0)
         for s in range(wl.n_steps):
             done = f_done[sel & (wl.f_step == s)]
-            spans[j - 1, s] = (done.max() - done.min()) / PS if (done >= 0).all() else np.nan
+            ok = done.size and (done >= 0).all()  # jobs of other lengths have no step s
+            spans[j - 1, s] = (done.max() - done.min()) / PS if ok else np.nan
     pkt_bits = cfg.mtu * 8
     return FabricResult(
         seed=seed,

@@ -379,7 +379,7 @@ def sends_workload(
         f_psn0=psn0,
         dag=Dag.of(nf, sends.edges),
         f_start_ps=start,
-        n_jobs=cfg.jobs,
+        n_jobs=max(cfg.jobs, int(sends.job.max(initial=1))),
         n_steps=int(step.max()) + 1,
         f_pass=sends.pass_,
         f_chunk=sends.chunk,

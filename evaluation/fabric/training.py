@@ -54,7 +54,8 @@ PS_PER_NS = 1000
 # bump when the iteration's rules change what a run gives (training_eval's store keys carry it)
 TRAINING_VERSION = 1
 RUN_PARALLELISMS = ("DATA", "HYBRID_TRANSFORMER", "MICRO")
-_BIG = 1 << 40  # compute nodes' provisional ids start here (sends' below)
+COMPUTE_BASE = _BIG = 1 << 40  # compute nodes' provisional ids start here (sends' below);
+# compute node x is flow n_sends + (x - COMPUTE_BASE) of the run
 
 
 @dataclass(frozen=True)
@@ -152,11 +153,15 @@ class _Block:
     q: int
     cstep0: int
     msg_bytes: int
+    job: int
+    pred_local: np.ndarray  # [m] the row of ids each member receives from
 
 
 @dataclass
 class IterationGraph:
-    """The DAG of one job's iterations before it becomes flows (`build`)."""
+    """The DAG of jobs' iterations before it becomes flows (`sends`). Nodes are made for the
+    current job (`use_job`: its Job_ID and its NPUs, all hosts by default): arrays of node ids
+    are per member NPU, in the order of `members`."""
 
     hosts: int
     slots: int
@@ -175,18 +180,35 @@ class IterationGraph:
     queues: dict[int, list[_Block]] = field(default_factory=dict)  # per dim key, in order
     ring_base: dict[int, int] = field(default_factory=dict)
     n_rings: int = 0
-    cstep: int = 0
-    comm_free_ps: dict[int, np.ndarray] = field(default_factory=dict)  # node batch -> [H] t
+    comm_free_ps: dict[int, np.ndarray] = field(default_factory=dict)  # node batch -> [m] t
     collectives: list[dict] = field(default_factory=list)
+    compute_npus: list[np.ndarray] = field(default_factory=list)  # per compute batch
+    compute_job: list[int] = field(default_factory=list)
+    job: int = 1
+    members: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    local: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    csteps: dict[int, int] = field(default_factory=dict)  # per job: its next collective step
+
+    def __post_init__(self) -> None:
+        self.use_job(1, np.arange(self.hosts, dtype=np.int64))
+
+    def use_job(self, job: int, members: np.ndarray) -> None:
+        """Make the nodes that follow for Job_ID `job` on NPUs `members` (host ids)."""
+        self.job, self.members = job, np.asarray(members, dtype=np.int64)
+        self.local = np.full(self.hosts, -1, dtype=np.int64)
+        self.local[self.members] = np.arange(self.members.shape[0])
 
     # -- compute ------------------------------------------------------------------------------
     def compute(self, cycles: float, deps: Sequence[np.ndarray]) -> np.ndarray:
-        """A compute node on every NPU after `deps` (arrays of [H] node ids), `cycles` long."""
-        h = self.hosts
+        """A compute node on every member NPU after `deps` (arrays of [m] node ids), `cycles`
+        long."""
+        h = self.members.shape[0]
         ids = _BIG + self.n_compute + np.arange(h, dtype=np.int64)
         self.n_compute += h
         dur = round(cycles * self.scales.compute * self.scales.cycle_ns * PS_PER_NS)
         self.dur_ps.append(np.full(h, dur, dtype=np.int64))
+        self.compute_npus.append(self.members)
+        self.compute_job.append(self.job)
         t0 = np.zeros(h, dtype=np.int64)
         for d in deps:
             self.edges.append(np.stack([d, ids], axis=1))
@@ -201,12 +223,16 @@ class IterationGraph:
     def collective(
         self, comm: Comm, dims: list[np.ndarray], keys: list[int], issuer: np.ndarray | None
     ) -> np.ndarray:
-        """Every NPU's part of `comm` over `dims` (queue keys `keys`), issued by `issuer` ([H]
-        node ids; None: at the job's start). Returns the [H] join nodes (NPU finished it)."""
+        """Every member NPU's part of `comm` over `dims` (rings of host ids covering the
+        members; queue keys `keys`), issued by `issuer` ([m] node ids; None: at the start).
+        Returns the [m] join nodes (the NPU finished it)."""
         size = max(1, round(comm.size_bytes * self.scales.comm))
         chunk = max(1, size // self.splits)
         phases = collective_phases(comm.kind, chunk, [d.shape[1] for d in dims])
         c = len(self.collectives)
+        m, members, local = self.members.shape[0], self.members, self.local
+        keys = [(self.job, k) for k in keys]  # an NPU's queues; jobs share no NPU
+        cstep = self.csteps.get(self.job, 0)
         where = []
         for d, key in zip(dims, keys, strict=True):
             if key not in self.ring_base:
@@ -226,30 +252,34 @@ class IterationGraph:
             d, key = dims[di], keys[di]
             ring_of, pos = where[di]
             n = d.shape[1]
-            nxt = d[ring_of, (pos + ph.direction) % n]
-            pred = d[ring_of, (pos - ph.direction) % n]
+            r_m, p_m = ring_of[members], pos[members]
+            nxt = d[r_m, (p_m + ph.direction) % n]
+            pred = d[r_m, (p_m - ph.direction) % n]
+            pred_local = local[pred]
             self.phases.append(ph)
             queue = self.queues.setdefault(key, [])
             for k in range(self.splits):
-                ids = self.n_sends + np.arange(self.hosts * ph.steps, dtype=np.int64).reshape(
-                    self.hosts, ph.steps
-                )
-                self.n_sends += self.hosts * ph.steps
+                ids = self.n_sends + np.arange(m * ph.steps, dtype=np.int64).reshape(m, ph.steps)
+                self.n_sends += m * ph.steps
                 blk = _Block(
                     ids=ids,
-                    src=np.arange(self.hosts, dtype=np.int64),
+                    src=members,
                     dst=nxt,
                     pred=pred,
-                    ring=self.ring_base[key] + ring_of,
+                    ring=self.ring_base[key] + ring_of[members],
                     phase=len(self.phases) - 1,
                     coll=c,
                     chunk=k,
                     q=q,
-                    cstep0=self.cstep + offset,
+                    cstep0=cstep + offset,
                     msg_bytes=max(1, ph.msg_bytes),
+                    job=self.job,
+                    pred_local=pred_local,
                 )
                 if ph.steps > 1:  # step s after the predecessor's step s - 1
-                    self.edges.append(np.stack([ids[pred, :-1].ravel(), ids[:, 1:].ravel()], 1))
+                    self.edges.append(
+                        np.stack([ids[pred_local, :-1].ravel(), ids[:, 1:].ravel()], 1)
+                    )
                 first = ids[:, 0]
                 if self.gate_steps:
                     # NPU h's phase starts at a zero-length node; all its sends of the phase
@@ -275,18 +305,18 @@ class IterationGraph:
                 chunk_last[k] = blk
             offset += ph.steps
         last_blocks = chunk_last
-        self.cstep += offset
+        self.csteps[self.job] = cstep + offset
         join = self.compute(0, [])
         for blk in last_blocks:
             self._after_finish(blk, join)
-        t_issue = np.zeros(self.hosts, dtype=np.int64) if issuer is None else self._t(issuer)
+        t_issue = np.zeros(m, dtype=np.int64) if issuer is None else self._t(issuer)
         self.comm_free_ps[int(join[0])] = t_issue
         self.collectives.append({"kind": comm.kind, "bytes": size, "dims": len(dims)})
         return join
 
     def _after_finish(self, blk: _Block, succ: np.ndarray) -> None:
-        """succ[h] waits until NPU h received every send of `blk` (from blk.pred[h])."""
-        got = blk.ids[blk.pred]  # [H, steps]
+        """succ[i] waits until member i received every send of `blk` (from blk.pred[i])."""
+        got = blk.ids[blk.pred_local]  # [m, steps]
         self.edges.append(np.stack([got.ravel(), np.repeat(succ, got.shape[1])], axis=1))
 
     # -- flows -------------------------------------------------------------------------------
@@ -307,6 +337,7 @@ class IterationGraph:
                 "bytes",
                 "cstep",
                 "prov",
+                "job",
             )
         }
         for b in self.blocks:
@@ -321,6 +352,7 @@ class IterationGraph:
                 ("q", b.q),
                 ("phase", b.phase),
                 ("bytes", b.msg_bytes),
+                ("job", b.job),
             ):
                 cols[k].append(np.full(h * steps, v, dtype=np.int64))
             cols["s"].append(s)
@@ -345,7 +377,17 @@ class IterationGraph:
         has_pred = np.zeros(ns + nc, dtype=bool)
         has_pred[edges[:, 1]] = True
         root[ns:] = ~has_pred[ns:]  # compute nodes with nothing before them start the job
-        npu = np.tile(np.arange(self.hosts, dtype=np.int64), max(1, nc // self.hosts))[:nc]
+        npu = np.concatenate(self.compute_npus) if nc else np.zeros(0, dtype=np.int64)
+        cjob = (
+            np.concatenate(
+                [
+                    np.full(b.shape[0], j)
+                    for b, j in zip(self.compute_npus, self.compute_job, strict=True)
+                ]
+            )
+            if nc
+            else np.zeros(0, np.int64)
+        )
         pair = a["src"] * self.hosts + a["dst"]
         seq = np.zeros(ns, dtype=np.int64)
         o2 = np.lexsort((a["s"], a["chunk"], a["q"], a["coll"], pair))
@@ -356,7 +398,7 @@ class IterationGraph:
         sends = Sends(
             src=np.r_[a["src"], npu],
             dst=np.r_[a["dst"], npu],
-            job=np.ones(ns + nc, dtype=np.int64),
+            job=np.r_[a["job"], cjob].astype(np.int64),
             ring=np.r_[a["ring"], zeros_c],
             pass_=np.r_[a["coll"], zeros_c],
             chunk=np.r_[a["chunk"], zeros_c],

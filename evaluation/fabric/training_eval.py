@@ -19,16 +19,20 @@ from __future__ import annotations
 import argparse
 import csv
 import hashlib
+import json
 import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluation.fabric.arrivals import ARRIVALS_VERSION, arrivals_graph, draw_jobs
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.kernel import RESULTS_VERSION
 from evaluation.fabric.regime_map import BY_NAME, Regime, config
+from evaluation.fabric.sim import simulate
 from evaluation.fabric.sweep import Result, RunStore, config_hash, local_cluster, run_sweep
-from evaluation.fabric.training import TRAINING_VERSION, Scales, simulate_training
+from evaluation.fabric.topology import sends_workload
+from evaluation.fabric.training import COMPUTE_BASE, TRAINING_VERSION, Scales, simulate_training
 from evaluation.fabric.workload_text import read_text
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
@@ -69,13 +73,16 @@ FIELDS = (
     "events",
     "wall_s",
     "error",
+    "jobs",  # fig7c: JSON [[Job_ID, nodes, MB, passes, arrival ms, JCT ms], ...]
 )
+# Fig. 7c's medians (the paper, sec. 4.5): normalised JCT change by job size
+PAPER_FIG7C = {16: "-1.53 %", 32: "-", 64: "about -17 %"}
 
 
 @dataclass(frozen=True)
 class TrainingRun:
-    part: str  # table2 | fig6
-    model: str
+    part: str  # table2 | fig6 | fig7c
+    model: str  # fig7c: "arrivals"
     hosts: int
     option: str
     seed: int
@@ -87,6 +94,8 @@ class TrainingRun:
 
 
 def _workload_digest(model: str) -> str:
+    if model == "arrivals":  # the jobs are drawn by arrivals.py's rules: its version
+        return f"arrivals-{ARRIVALS_VERSION}"
     return hashlib.sha256(MODELS[model].read_bytes()).hexdigest()[:12]
 
 
@@ -111,8 +120,44 @@ def training_key(run: TrainingRun) -> str:
     )
 
 
+def _execute_arrivals(run: TrainingRun) -> Result:
+    t0 = time.perf_counter()
+    cfg = run.cfg
+    jobs = draw_jobs(cfg.hosts, run.seed)
+    g, starts = arrivals_graph(cfg, jobs)
+    sends, dur = g.sends()
+    res = simulate(
+        cfg, run.seed, flows=lambda c, f, rng: sends_workload(c, f, rng, sends, delay_ps=dur)
+    )
+    ns = g.n_sends
+    out = []
+    for jb in jobs:
+        arrived = float(res.flow_done_us[ns + (starts[jb.job] - COMPUTE_BASE)].min())
+        jct = (float(res.cct_us[jb.job - 1]) - arrived) / 1000
+        out.append([jb.job, len(jb.hosts), jb.size_bytes >> 20, jb.passes, arrived / 1000, jct])
+    row = {f: "" for f in FIELDS}
+    row |= {
+        "part": run.part,
+        "model": run.model,
+        "hosts": run.hosts,
+        "option": run.option,
+        "compute_reduction": 1,
+        "seed": run.seed,
+        "jct_ms": round(max(o[5] for o in out), 6),
+        "symphony_marks": res.stats["symphony_marks"],
+        "queue_marks": res.stats["queue_marks"],
+        "events": res.stats["events"],
+        "wall_s": round(time.perf_counter() - t0, 2),
+        "error": res.stats["error"],
+        "jobs": json.dumps([[round(v, 6) if isinstance(v, float) else v for v in o] for o in out]),
+    }
+    return Result(training_key(run), row, None)
+
+
 def execute_training(run: TrainingRun) -> Result:
-    """One iteration, anywhere (a pool process or a Dask worker)."""
+    """One iteration (or Fig. 7c's jobs), anywhere (a pool process or a Dask worker)."""
+    if run.part == "fig7c":
+        return _execute_arrivals(run)
     t0 = time.perf_counter()
     r = simulate_training(
         read_text(MODELS[run.model]), run.cfg, run.seed, Scales(compute=1 / run.compute_reduction)
@@ -133,6 +178,7 @@ def execute_training(run: TrainingRun) -> Result:
         "events": r.stats["events"],
         "wall_s": round(time.perf_counter() - t0, 2),
         "error": r.stats["error"],
+        "jobs": "",
     }
     return Result(training_key(run), row, None)
 
@@ -145,6 +191,8 @@ def grid(
         for m in models:
             for h in hosts:
                 runs += [TrainingRun("table2", m, h, o, s) for o in options for s in seeds]
+    if "fig7c" in parts:
+        runs += [TrainingRun("fig7c", "arrivals", 128, o, s) for o in options for s in seeds]
     if "fig6" in parts:
         for h in hosts:
             for r in FIG6_REDUCTIONS:
@@ -163,13 +211,17 @@ def report(rows: list[dict], out: Path) -> Path:
     its runs' range, its change against its reference, and the paper's figure beside."""
     cells: dict[tuple, dict[str, list[dict]]] = {}
     for r in rows:
+        if r["part"] == "fig7c":
+            continue  # per job: fig7c_ratios below
         k = (r["part"], r["model"], int(r["hosts"]), int(r["compute_reduction"]))
         cells.setdefault(k, {}).setdefault(r["option"], []).append(r)
-    lines = [
-        "| part | model | nodes | compute / | deployment | JCT ms: median [min, max] (seeds) "
-        "| vs reference | compute alone ms | the paper |",
-        "|---|---|---:|---:|---|---:|---:|---:|---|",
-    ]
+    lines = []
+    if cells:
+        lines += [
+            "| part | model | nodes | compute / | deployment | JCT ms: median [min, max] "
+            "(seeds) | vs reference | compute alone ms | the paper |",
+            "|---|---|---:|---:|---|---:|---:|---:|---|",
+        ]
     for (part, model, hosts, red), by in sorted(cells.items()):
         for opt in OPTIONS:
             rs = by.get(opt)
@@ -196,9 +248,42 @@ def report(rows: list[dict], out: Path) -> Path:
                 f"{jcts[-1]:.1f}] ({len(rs)}) | {change} | {float(rs[0]['comm_free_ms']):.2f} "
                 f"| {paper} |"
             )
+    ratios = fig7c_ratios(rows)
+    if ratios:
+        lines += [
+            *([""] if lines else []),
+            "| Fig. 7c: job size | deployment | JCT change: median [min, max] (jobs) "
+            "| against | the paper (vs DCQCN) |",
+            "|---:|---|---:|---|---|",
+        ]
+        for (n, opt), rs in sorted(ratios.items()):
+            ch = sorted(100 * (x - 1) for x in rs)
+            paper = PAPER_FIG7C.get(n, "") if opt in ("paper", "shipped") else ""
+            lines.append(
+                f"| {n} | {opt} | {statistics.median(ch):+.1f} % [{ch[0]:+.1f}, {ch[-1]:+.1f}] "
+                f"({len(ch)}) | {REFERENCE[opt]} | {paper} |"
+            )
     path = out / "table.md"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def fig7c_ratios(rows: list[dict]) -> dict[tuple[int, str], list[float]]:
+    """(job nodes, deployment) -> every job's JCT over its JCT under the deployment's reference
+    on the same seed (the same job)."""
+    jct: dict[tuple[str, int], dict[int, tuple[int, float]]] = {}
+    for r in rows:
+        if r["part"] == "fig7c":
+            jobs = json.loads(r["jobs"])
+            jct[r["option"], int(r["seed"])] = {j[0]: (j[1], j[5]) for j in jobs}
+    out: dict[tuple[int, str], list[float]] = {}
+    for (opt, seed), jobs in jct.items():
+        ref = jct.get((REFERENCE[opt], seed))
+        if ref is None or opt == REFERENCE[opt]:
+            continue
+        for j, (n, t) in jobs.items():
+            out.setdefault((n, opt), []).append(t / ref[j][1])
+    return out
 
 
 def plot(rows: list[dict], out: Path) -> list[Path]:
@@ -210,6 +295,29 @@ def plot(rows: list[dict], out: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     written = []
+    ratios = fig7c_ratios(rows)
+    if ratios:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        opts = sorted({o for _, o in ratios})
+        sizes = sorted({n for n, _ in ratios})
+        for i, opt in enumerate(opts):
+            data = [[x for x in ratios.get((n, opt), [])] for n in sizes]
+            pos = [k + (i - (len(opts) - 1) / 2) * 0.8 / len(opts) for k in range(len(sizes))]
+            bp = ax.boxplot(data, positions=pos, widths=0.6 / len(opts), patch_artist=True)
+            for b in bp["boxes"]:
+                b.set_facecolor(f"C{i}")
+            ax.plot([], [], color=f"C{i}", lw=6, label=f"{opt} / {REFERENCE[opt]}")
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.set_xticks(range(len(sizes)))
+        ax.set_xticklabels([f"{n}-node jobs" for n in sizes])
+        ax.set_ylabel("job's JCT, normalised")
+        ax.set_title("Fig. 7c: random arrivals on 128 nodes")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = out / "fig7c.png"
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        written.append(path)
     for part in ("table2", "fig6"):
         sel = [r for r in rows if r["part"] == part]
         if not sel:
@@ -266,7 +374,7 @@ def write_csv(rows: list[dict], out: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m evaluation.fabric.training_eval")
-    ap.add_argument("--part", action="append", choices=("table2", "fig6"))
+    ap.add_argument("--part", action="append", choices=("table2", "fig6", "fig7c"))
     ap.add_argument("--hosts", type=int, nargs="+", default=[128], choices=(16, 32, 128, 512))
     ap.add_argument("--model", action="append", choices=sorted(MODELS))
     ap.add_argument("--option", action="append", choices=OPTIONS)
