@@ -219,10 +219,10 @@ def test_jobs_run_on_their_nodes_with_their_ids_from_their_arrival(
     monkeypatch.setattr(ar, "JOB_BYTES", (256 * 1024,))
     cfg = replace(TABLE1, hosts=128)
     jobs = ar.draw_jobs(128, 5)
-    g, starts = ar.arrivals_graph(cfg, jobs)
-    sends, _ = g.sends()
+    g, _ = ar.arrivals_graph(cfg, jobs)
+    sends, dur = g.sends()
     ns = g.n_sends
-    r = simulate(cfg, 5, flows=lambda c, f, rng: te.sends_workload(c, f, rng, sends, g.sends()[1]))
+    r = simulate(cfg, 5, flows=lambda c, f, rng: te.sends_workload(c, f, rng, sends, dur))
     for jb in jobs:
         mine = sends.job[:ns] == jb.job
         assert set(sends.src[:ns][mine]) == set(jb.hosts) == set(sends.dst[:ns][mine])
