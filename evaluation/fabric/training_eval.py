@@ -356,7 +356,11 @@ def plot(rows: list[dict], out: Path) -> list[Path]:
                 ys.append(statistics.median(mine) / b)
                 lo.append(ys[-1] - min(mine) / b)
                 hi.append(max(mine) / b - ys[-1])
-            ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", capsize=3, label=opt)
+            if xs:
+                ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", capsize=3, label=opt, color=f"C{i}")
+        if part == "fig6" and any(red == 64 for _, _, red in groups):  # "about -30 % at 64x"
+            k = [g for g, (_, _, red) in enumerate(groups) if red == 64]
+            ax.plot(k, [0.70] * len(k), "kx", markersize=9, label="the paper (Fig. 6, 64x)")
         if part == "table2":  # the paper's Symphony over its baseline, beside ours
             px = [g for g, (m, h, _) in enumerate(groups) if (m, h) in PAPER_TABLE2]
             py = [
