@@ -328,11 +328,7 @@ def plot(rows: list[dict], out: Path) -> list[Path]:
         ax.set_ylabel("job's JCT, normalised")
         ax.set_title("Fig. 7c: random arrivals on 128 nodes")
         ax.legend(fontsize=7)
-        fig.tight_layout()
-        path = out / "fig7c.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        written.append(path)
+        written.append(_save(fig, out / "fig7c.png"))
     for part in ("table2", "fig6"):
         sel = [r for r in rows if r["part"] == part]
         if not sel:
@@ -381,12 +377,17 @@ def plot(rows: list[dict], out: Path) -> list[Path]:
             else "Fig. 6: the Transformer as compute shrinks"
         )
         ax.legend(fontsize=7)
-        fig.tight_layout()
-        path = out / f"{part}.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        written.append(path)
+        written.append(_save(fig, out / f"{part}.png"))
     return written
+
+
+def _save(fig, path: Path) -> Path:  # type: ignore[no-untyped-def]
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
 
 
 def write_csv(rows: list[dict], out: Path) -> Path:
