@@ -13,6 +13,7 @@ from evaluation.fabric.collectives import build_sends
 from evaluation.fabric.scenarios import TABLE1
 from evaluation.fabric.sim import simulate
 from evaluation.fabric.training import (
+    graph_builder,
     iteration_graph,
     main,
     simulate_training,
@@ -220,9 +221,9 @@ def test_jobs_run_on_their_nodes_with_their_ids_from_their_arrival(
     cfg = replace(TABLE1, hosts=128)
     jobs = ar.draw_jobs(128, 5)
     g, _ = ar.arrivals_graph(cfg, jobs)
-    sends, dur = g.sends()
+    sends, _ = g.sends()
     ns = g.n_sends
-    r = simulate(cfg, 5, flows=lambda c, f, rng: te.sends_workload(c, f, rng, sends, dur))
+    r = simulate(cfg, 5, flows=graph_builder(g))
     for jb in jobs:
         mine = sends.job[:ns] == jb.job
         assert set(sends.src[:ns][mine]) == set(jb.hosts) == set(sends.dst[:ns][mine])

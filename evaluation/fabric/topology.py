@@ -326,11 +326,10 @@ def sends_workload(
     rng: np.random.Generator,
     sends: Sends,
     delay_ps: np.ndarray | None = None,
-    ring_rows: np.ndarray | None = None,
 ) -> Workload:
     """`build_workload` for any sends (`training.py` builds them from a workload file), in the
-    same draws. `delay_ps` > 0 or a send of 0 bytes marks a compute node (no packets, no path;
-    it draws only its start jitter when it is a root); `ring_rows` the rings to report."""
+    same draws. A send of 0 bytes is a compute node of `delay_ps` (no packets, no path; it
+    draws only its start jitter when it is a root)."""
     nf = sends.src.shape[0]
     compute = sends.msg_bytes == 0
     salt = int(rng.integers(0, 1 << 62))
@@ -360,10 +359,8 @@ def sends_workload(
             job = int(sends.job[f])
             js = cfg.job_start_us[job - 1] if job - 1 < len(cfg.job_start_us) else 0.0
             start[f] = round(js * 1e6) + int(rng.integers(0, cfg.start_jitter_ns + 1)) * 1000
-    if ring_rows is None:
-        ring_rows = ring_hosts(cfg) if cfg.topology == "rings" else dim_rings(cfg, 0)
     return Workload(
-        ring_hosts=ring_rows,
+        ring_hosts=ring_hosts(cfg) if cfg.topology == "rings" else dim_rings(cfg, 0),
         f_src=sends.src,
         f_dst=sends.dst,
         f_job=sends.job,

@@ -47,6 +47,7 @@ from evaluation.fabric.collectives import (
     ring_phase,
 )
 from evaluation.fabric.config import FabricConfig
+from evaluation.fabric.sim import simulate
 from evaluation.fabric.topology import Fabric, Workload, sends_workload
 from evaluation.fabric.workload_text import Comm, TextWorkload, WorkloadError, read_text
 
@@ -480,15 +481,23 @@ def iteration_graph(
     return g
 
 
+def graph_builder(g: IterationGraph):  # type: ignore[no-untyped-def]
+    """`simulate(cfg, seed, flows=graph_builder(g))`: the run's workload is the graph `g`."""
+    sends, dur = g.sends()
+
+    def build(cfg: FabricConfig, fab: Fabric, rng: np.random.Generator) -> Workload:
+        return sends_workload(cfg, fab, rng, sends, delay_ps=dur)
+
+    return build
+
+
 def training_builder(  # type: ignore[no-untyped-def]
     wl: TextWorkload, scales: Scales = Scales(), gate_steps: bool = True
 ):
     """`simulate(cfg, seed, flows=training_builder(wl))`: the run's workload is `wl`'s passes."""
 
     def build(cfg: FabricConfig, fab: Fabric, rng: np.random.Generator) -> Workload:
-        g = iteration_graph(wl, cfg, scales, gate_steps)
-        sends, dur = g.sends()
-        return sends_workload(cfg, fab, rng, sends, delay_ps=dur)
+        return graph_builder(iteration_graph(wl, cfg, scales, gate_steps))(cfg, fab, rng)
 
     return build
 
@@ -508,15 +517,8 @@ class IterationResult:
 def simulate_training(
     wl: TextWorkload, cfg: FabricConfig, seed: int, scales: Scales = Scales()
 ) -> IterationResult:
-    from evaluation.fabric.sim import simulate  # the simulator imports this module's callers
-
     g = iteration_graph(wl, cfg, scales)
-    sends_, dur = g.sends()
-
-    def build(cfg: FabricConfig, fab: Fabric, rng: np.random.Generator) -> Workload:
-        return sends_workload(cfg, fab, rng, sends_, delay_ps=dur)
-
-    res = simulate(cfg, seed, flows=build)
+    res = simulate(cfg, seed, flows=graph_builder(g))
     sends = g.n_sends
     begin, done = res.flow_begin_us[:sends], res.flow_done_us[:sends]
     jct = res.cct_us[0] / 1000

@@ -31,8 +31,13 @@ from evaluation.fabric.kernel import RESULTS_VERSION
 from evaluation.fabric.regime_map import BY_NAME, Regime, config
 from evaluation.fabric.sim import simulate
 from evaluation.fabric.sweep import Result, RunStore, config_hash, local_cluster, run_sweep
-from evaluation.fabric.topology import sends_workload
-from evaluation.fabric.training import COMPUTE_BASE, TRAINING_VERSION, Scales, simulate_training
+from evaluation.fabric.training import (
+    COMPUTE_BASE,
+    TRAINING_VERSION,
+    Scales,
+    graph_builder,
+    simulate_training,
+)
 from evaluation.fabric.workload_text import read_text
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
@@ -132,10 +137,7 @@ def _execute_arrivals(run: TrainingRun) -> Result:
     cfg = replace(run.cfg, max_ms=RUN_CAP_MS)
     jobs = draw_jobs(cfg.hosts, run.seed)
     g, starts = arrivals_graph(cfg, jobs)
-    sends, dur = g.sends()
-    res = simulate(
-        cfg, run.seed, flows=lambda c, f, rng: sends_workload(c, f, rng, sends, delay_ps=dur)
-    )
+    res = simulate(cfg, run.seed, flows=graph_builder(g))
     ns = g.n_sends
     out = []
     for jb in jobs:
