@@ -13,12 +13,14 @@ from evaluation.fabric.collectives import build_sends
 from evaluation.fabric.scenarios import TABLE1
 from evaluation.fabric.sim import simulate
 from evaluation.fabric.training import (
+    Scales,
     graph_builder,
     iteration_graph,
     main,
     simulate_training,
     training_builder,
 )
+from evaluation.fabric.workload_chakra import read_et
 from evaluation.fabric.workload_text import WorkloadError, parse_text, read_text
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "evaluation" / "workloads"
@@ -255,3 +257,11 @@ def test_resnet50_at_astra_sims_level_of_detail_is_within_5_percent_of_astra_sim
     res = simulate_training(wl, cfg, 100)
     assert res.comm_free_ms == pytest.approx(1.08245)  # Astra-Sim: 1,082,450 ns of compute
     assert 1.0 < res.jct_ms / ASTRA_SIM_RESNET50_SWITCH8_MS < 1.05
+    # The same file as Chakra's text converter turns it into Astra-Sim 2's input (its cycles
+    # in duration_micros, hence compute / 1000), read as a trace and run by Astra-Sim 2's
+    # rules (one collective in flight per NPU): the same iteration to the nanosecond.
+    et = read_et(WORKLOADS / "chakra" / "resnet50-8npus" / "Resnet50_DataParallel")
+    assert et.ranks == 8 and len(et.nodes) == 215  # the text's 54 layers x 4, less layer 0's IG
+    res_et = simulate_training(et, cfg, 100, Scales(compute=1e-3))
+    assert res_et.comm_free_ms == pytest.approx(res.comm_free_ms)
+    assert res_et.jct_ms == pytest.approx(res.jct_ms, abs=1e-6)

@@ -30,6 +30,7 @@ only collectives waiting for a slot at once, which this model does not do; docs/
 from __future__ import annotations
 
 import argparse
+import heapq
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -49,6 +50,7 @@ from evaluation.fabric.collectives import (
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.sim import simulate
 from evaluation.fabric.topology import Fabric, Workload, sends_workload
+from evaluation.fabric.workload_chakra import EtWorkload, is_et, read_et
 from evaluation.fabric.workload_text import Comm, TextWorkload, WorkloadError, read_text
 
 PS_PER_NS = 1000
@@ -200,14 +202,21 @@ class IterationGraph:
         self.local[self.members] = np.arange(self.members.shape[0])
 
     # -- compute ------------------------------------------------------------------------------
-    def compute(self, cycles: float, deps: Sequence[np.ndarray]) -> np.ndarray:
+    def compute(
+        self,
+        cycles: float | np.ndarray,
+        deps: Sequence[np.ndarray],
+        unit_ns: float | None = None,
+    ) -> np.ndarray:
         """A compute node on every member NPU after `deps` (arrays of [m] node ids), `cycles`
-        long."""
+        long (one number, or one per member) in units of `unit_ns` (a cycle: `cycle_ns`)."""
         h = self.members.shape[0]
         ids = _BIG + self.n_compute + np.arange(h, dtype=np.int64)
         self.n_compute += h
-        dur = round(cycles * self.scales.compute * self.scales.cycle_ns * PS_PER_NS)
-        self.dur_ps.append(np.full(h, dur, dtype=np.int64))
+        unit = self.scales.cycle_ns if unit_ns is None else unit_ns
+        x = np.broadcast_to(np.asarray(cycles, dtype=np.float64), (h,))
+        dur = np.rint(x * self.scales.compute * unit * PS_PER_NS).astype(np.int64)
+        self.dur_ps.append(dur)
         self.compute_npus.append(self.members)
         self.compute_job.append(self.job)
         t0 = np.zeros(h, dtype=np.int64)
@@ -422,9 +431,15 @@ class IterationGraph:
 
 
 def iteration_graph(
-    wl: TextWorkload, cfg: FabricConfig, scales: Scales = Scales(), gate_steps: bool = True
+    wl: TextWorkload | EtWorkload,
+    cfg: FabricConfig,
+    scales: Scales = Scales(),
+    gate_steps: bool = True,
 ) -> IterationGraph:
-    """The DAG of `cfg.passes` training passes of `wl` on `cfg`'s NPUs."""
+    """The DAG of `cfg.passes` training passes of `wl` on `cfg`'s NPUs (a Chakra trace: the
+    passes it holds)."""
+    if isinstance(wl, EtWorkload):
+        return et_iteration_graph(wl, cfg, scales, gate_steps)
     if wl.parallelism not in RUN_PARALLELISMS:
         raise WorkloadError(
             f"{wl.source}: parallelism {wl.parallelism} is read but not run by this simulator "
@@ -481,6 +496,99 @@ def iteration_graph(
     return g
 
 
+# the collectives a Chakra trace may hold that the simulator runs (ring collectives; BROADCAST
+# as Astra-Sim 2 runs it: its duration_micros on the NPU's collective resource)
+ET_RUN_COLLECTIVES = ("ALLREDUCE", "ALLGATHER", "REDUCESCATTER", "BROADCAST")
+
+
+def et_iteration_graph(
+    et: EtWorkload, cfg: FabricConfig, scales: Scales = Scales(), gate_steps: bool = True
+) -> IterationGraph:
+    """The DAG of a Chakra trace on `cfg`'s NPUs (rank r on host r), by Astra-Sim 2's workload
+    layer: a node is issued when its dependencies are done and its NPU's resource is free (one
+    GPU compute, one CPU op and one collective in flight per NPU, HardwareResource.cc), the
+    lowest id first among those ready. The order is fixed here from the dependencies (lowest
+    id first, as Astra-Sim issues nodes that are ready at once); Astra-Sim fixes it as nodes
+    become ready, which differs only where two nodes of one resource are on separate branches
+    (docs/training.md)."""
+    where = et.source
+    if et.ranks != cfg.hosts:
+        raise WorkloadError(
+            f"{where}: a trace of {et.ranks} NPUs runs on {et.ranks} hosts, not {cfg.hosts}"
+        )
+    if cfg.passes != 1:
+        raise WorkloadError(f"{where}: a trace holds its own passes (passes must be 1)")
+    _, dims = logical_dims(cfg)
+    g = IterationGraph(cfg.hosts, cfg.active_chunks, cfg.splits, scales, gate_steps)
+    nodes = et.nodes
+    waiting = [len(n.deps) for n in nodes]
+    succ: list[list[int]] = [[] for _ in nodes]
+    for n in nodes:
+        for d in n.deps:
+            succ[d].append(n.index)
+    ready = [(n.id, n.index) for n in nodes if not n.deps]
+    heapq.heapify(ready)
+    done: list[np.ndarray | None] = [None] * len(nodes)
+    last: dict[str, np.ndarray] = {}  # per resource: the node that holds it before
+    while ready:
+        _, i = heapq.heappop(ready)
+        n = nodes[i]
+        here = f"{where}: node {n.id} ({n.name!r})"
+        deps = [d for d in (done[k] for k in n.deps) if d is not None]
+        if n.type == "METADATA_NODE":
+            done[i] = g.compute(0, deps)
+        elif n.type == "COMP_NODE":
+            res = "cpu" if n.is_cpu_op else "gpu"
+            us = et.duration_us[:, i].astype(np.float64)
+            us[us == 0] = 1e-3  # Astra-Sim: a runtime of 0 is 1 ns
+            held = [last[res]] if res in last else []
+            done[i] = last[res] = g.compute(us, deps + held, 1000.0)
+        elif n.type == "COMM_COLL_NODE":
+            assert n.comm is not None
+            if n.comm.kind not in ET_RUN_COLLECTIVES:
+                raise WorkloadError(
+                    f"{here}: {n.comm.kind} is not run by this simulator "
+                    f"(it runs {', '.join(ET_RUN_COLLECTIVES)})"
+                )
+            if n.is_cpu_op:
+                raise WorkloadError(f"{here}: a collective on the CPU (Astra-Sim refuses it)")
+            if n.pg_name:
+                raise WorkloadError(
+                    f"{here}: process group {n.pg_name!r}: groups are not run by this "
+                    f"simulator (collectives span the dimensions involved_dim selects)"
+                )
+            involved = n.involved_dim if n.involved_dim is not None else (True,) * len(dims)
+            if len(involved) < len(dims) or any(involved[len(dims) :]):
+                raise WorkloadError(
+                    f"{here}: involved_dim {list(involved)} does not fit the fabric's "
+                    f"{len(dims)} dimensions"
+                )
+            keys = [k for k in range(len(dims)) if involved[k]]
+            deps += [last["comm"]] if "comm" in last else []
+            issuer = g.compute(0, deps) if deps else None
+            if n.comm.kind == "BROADCAST" or not keys:  # no dimension: done when issued
+                us = et.duration_us[:, i] if n.comm.kind == "BROADCAST" else 0
+                done[i] = g.compute(us, [] if issuer is None else [issuer], 1000.0)
+            else:
+                done[i] = g.collective(n.comm, [dims[k] for k in keys], keys, issuer)
+            last["comm"] = done[i]
+        else:
+            raise WorkloadError(
+                f"{here}: {n.type} is read but not run by this simulator (it runs COMP_NODE, "
+                f"COMM_COLL_NODE, METADATA_NODE)"
+            )
+        for j in succ[i]:
+            waiting[j] -= 1
+            if not waiting[j]:
+                heapq.heappush(ready, (nodes[j].id, j))
+    return g
+
+
+def read_workload(path: str | Path) -> TextWorkload | EtWorkload:
+    """A Chakra trace (a `.et` file or the prefix of its files) or an Astra-Sim text file."""
+    return read_et(path) if is_et(path) else read_text(path)
+
+
 def graph_builder(g: IterationGraph):  # type: ignore[no-untyped-def]
     """`simulate(cfg, seed, flows=graph_builder(g))`: the run's workload is the graph `g`."""
     sends, dur = g.sends()
@@ -515,7 +623,7 @@ class IterationResult:
 
 
 def simulate_training(
-    wl: TextWorkload, cfg: FabricConfig, seed: int, scales: Scales = Scales()
+    wl: TextWorkload | EtWorkload, cfg: FabricConfig, seed: int, scales: Scales = Scales()
 ) -> IterationResult:
     g = iteration_graph(wl, cfg, scales)
     res = simulate(cfg, seed, flows=graph_builder(g))
@@ -542,7 +650,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m evaluation.fabric.training",
         description="Run an Astra-Sim text workload (a training iteration) on the fabric.",
     )
-    ap.add_argument("workload", type=Path, help="Astra-Sim text workload file")
+    ap.add_argument(
+        "workload",
+        type=Path,
+        help="Astra-Sim text workload file, or a Chakra trace (a .et file or its files' prefix)",
+    )
     ap.add_argument("--hosts", type=int, default=32)
     ap.add_argument("--preset", default="table1", choices=sorted(PRESETS))
     ap.add_argument("--passes", type=int, default=1, help="training iterations (TOTAL_PASS)")
@@ -552,14 +664,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=100)
     args = ap.parse_args(argv)
     try:
-        wl = read_text(args.workload)
+        wl = read_workload(args.workload)
         cfg = replace(PRESETS[args.preset], hosts=args.hosts, passes=args.passes, mode=args.mode)
         r = simulate_training(wl, cfg, args.seed, Scales(args.compute_scale, args.comm_scale))
     except WorkloadError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    what = (
+        f"Chakra trace (schema {wl.version or '?'}), {len(wl.nodes)} nodes a rank"
+        if isinstance(wl, EtWorkload)
+        else f"{wl.parallelism}, {len(wl.layers)} layers"
+    )
     print(
-        f"{wl.source}: {wl.parallelism}, {len(wl.layers)} layers, {cfg.hosts} NPUs, "
+        f"{wl.source}: {what}, {cfg.hosts} NPUs, "
         f"{args.mode}, seed {args.seed}: JCT {r.jct_ms:.3f} ms (compute alone "
         f"{r.comm_free_ms:.3f}, exposed communication {r.exposed_comm_ms:.3f}, collectives "
         f"{r.sync_ms:.3f} ms from first send to last); {r.collectives} collectives, "
