@@ -18,10 +18,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from evaluation.fabric.bound import link_load_bound_us
 from evaluation.fabric.collectives import build_sends, chunk_phases, lockstep_bound_us
 from evaluation.fabric.config import FabricConfig, MiB
-from evaluation.fabric.ecmp import CONTROL_SPORT, NS3_SPORT_BASE, ns3_hash, ns3_ip
+from evaluation.fabric.ecmp import CONTROL_SPORT, NS3_SPORT_BASE, ns3_hash, ns3_hash_many, ns3_ip
+from evaluation.fabric.flow_table import flow_slots
 from evaluation.fabric.sim import pfc_free_buffer, simulate
-from evaluation.fabric.topology import Fabric, Workload, build_fabric, build_workload
+from evaluation.fabric.topology import (
+    Dag,
+    Fabric,
+    Workload,
+    build_fabric,
+    build_workload,
+    ns3_paths,
+    ns3_paths_many,
+)
 from symphony.model.ecmp import next_hop
+from symphony.model.switch_model import flow_slot
 
 TWO_D = FabricConfig(topology="2d")  # Table 1: 32 nodes, 8 x 4
 SMALL_2D = FabricConfig(hosts=16, topology="2d", chunk_bytes=16 << 10)  # 4 x 4
@@ -327,3 +337,66 @@ def test_sport_step_index_is_the_per_pair_counter() -> None:
     assert np.array_equal(wl.f_step, sends.pair_seq)
     # the all-gather starts its own pair's count at 0, as ns-3's ports would
     assert wl.f_step[(wl.f_phase == 2) & (wl.f_chunk == 0)].min() == 0
+
+
+# -- the workload's per-flow work done on arrays: equal to the per-flow definitions ---------------
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        replace(FabricConfig(hosts=128, tors=32, spines=4), ecmp="ns3"),
+        replace(FabricConfig(hosts=512, fabric="multipod", ecmp="ns3"), chunk_bytes=1 << 20),
+    ],
+    ids=["two-tier-128", "multipod-512"],
+)
+def test_ns3_paths_of_many_flows_are_each_flows_ns3_paths(cfg: FabricConfig) -> None:
+    fab = build_fabric(cfg)
+    rng = np.random.default_rng(11)
+    src = rng.integers(0, cfg.hosts, 3000)
+    dst = (src + rng.integers(1, cfg.hosts, 3000)) % cfg.hosts
+    sport = rng.integers(0, 1 << 17, 3000)  # ns-3 keeps the low 16 bits
+    path, plen, rpath, rplen = ns3_paths_many(fab, src, dst, sport)
+    for f in range(3000):
+        data, ack = ns3_paths(fab, int(src[f]), int(dst[f]), int(sport[f]))
+        assert path[f, : plen[f]].tolist() == data and (path[f, plen[f] :] == -1).all()
+        assert rpath[f, : rplen[f]].tolist() == ack
+
+
+def test_ns3_hash_of_many_keys_is_each_keys_hash() -> None:
+    rng = np.random.default_rng(12)
+    words = tuple(rng.integers(0, 1 << 32, 2000) for _ in range(3))
+    seed = rng.integers(0, 1 << 32, 2000)
+    many = ns3_hash_many(words, seed)
+    for k in range(2000):
+        assert int(many[k]) == ns3_hash(tuple(int(w[k]) for w in words), int(seed[k]))
+
+
+def test_flow_slots_of_many_flows_are_the_switch_models() -> None:
+    rng = np.random.default_rng(13)
+    src = rng.integers(0, 1 << 32, 3000)
+    dqpn = rng.integers(0, 1 << 24, 3000)
+    slot, sig = flow_slots(src, dqpn)
+    for k in range(3000):
+        assert (int(slot[k]), int(sig[k])) == flow_slot(int(src[k]), int(dqpn[k]))
+
+
+@pytest.mark.parametrize("jitter", [1, 1001])
+def test_one_draw_of_many_bounds_is_the_draws_one_by_one(jitter: int) -> None:
+    """sends_workload draws every flow's PSN and start jitter in one call with an array of
+    bounds; a seed gives the run it gave when it drew them one by one only because numpy draws
+    such an array element by element: held here, so that a numpy that changes it fails."""
+    kinds = np.random.default_rng(14).integers(0, 3, 20000)
+    bounds = np.concatenate([[[1 << 24], [jitter], [1 << 24, jitter]][k] for k in kinds])
+    a, b = np.random.default_rng(100), np.random.default_rng(100)
+    one_by_one = [int(a.integers(0, int(x))) for x in bounds]
+    assert b.integers(0, bounds).tolist() == one_by_one
+    assert a.integers(0, 1 << 40) == b.integers(0, 1 << 40)  # and the state after them
+
+
+def test_dag_edges_given_twice_count_once() -> None:
+    edges = np.array([[0, 2], [1, 2], [0, 2], [2, 3], [1, 2], [0, 1]])
+    dag = Dag.of(4, edges)
+    assert dag.npred.tolist() == [0, 1, 2, 1]
+    assert dag.succ_ptr.tolist() == [0, 2, 3, 4, 4] and dag.succ_idx.tolist() == [1, 2, 2, 3]
+    assert Dag.of(4, np.zeros((0, 2), dtype=np.int64)).npred.tolist() == [0, 0, 0, 0]

@@ -4,6 +4,8 @@ astra-sim/astra-network-ns3 and alibaba-edu/High-Precision-Congestion-Control)."
 
 from __future__ import annotations
 
+import numpy as np
+
 ROCE_DPORT = 4791
 UDP = 17
 # The UDP source port of the emulated hosts' ACK and CNP frames (evaluation/hosts/wire.py): the
@@ -66,3 +68,28 @@ def ns3_choice(sip: int, dip: int, sport: int, dport: int, seed: int, n: int) ->
     m_ecmpSeed (its node id), modulo the number of next hops. An ACK hashes its own header:
     (receiver, sender, data dport | data sport << 16)."""
     return ns3_hash((sip, dip, (sport & 0xFFFF) | (dport & 0xFFFF) << 16), seed) % n
+
+
+def _rotl32(x: np.ndarray, r: int) -> np.ndarray:
+    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
+
+
+def ns3_hash_many(words: tuple[np.ndarray, ...], seed: np.ndarray) -> np.ndarray:
+    """`ns3_hash` of many keys at once: words[i][k] is key k's i-th word (uint32 arithmetic
+    wraps as the & M32 of the scalar one does; tested against it)."""
+    with np.errstate(over="ignore"):
+        h = np.asarray(seed).astype(np.uint32)
+        for w in words:
+            k = np.asarray(w).astype(np.uint32) * np.uint32(0xCC9E2D51)
+            k = _rotl32(k, 15) * np.uint32(0x1B873593)
+            h = _rotl32(h ^ k, 13) * np.uint32(5) + np.uint32(0xE6546B64)
+        h = h ^ np.uint32(4 * len(words))
+        h ^= h >> np.uint32(16)
+        h *= np.uint32(0x85EBCA6B)
+        h ^= h >> np.uint32(13)
+        h *= np.uint32(0xC2B2AE35)
+        return h ^ (h >> np.uint32(16))
+
+
+def ns3_ip_many(node_id: np.ndarray) -> np.ndarray:
+    return 0x0B000001 + (node_id // 256) * 0x00010000 + (node_id % 256) * 0x00000100
