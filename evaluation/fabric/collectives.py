@@ -24,6 +24,7 @@ start dependencies, all "fully delivered" conditions, form a DAG:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -72,9 +73,46 @@ def chunk_phases(cfg: FabricConfig) -> list[RingPhase]:
     if cfg.phases == "baseline":
         first = ring_phase("AR", 0, CLOCKWISE, n0, size)
         return [first, ring_phase("AR", 1, CLOCKWISE, n1, first.final_bytes)]
-    rs = ring_phase("RS", 0, CLOCKWISE, n0, size)
-    ar = ring_phase("AR", 1, CLOCKWISE, n1, rs.final_bytes)
-    return [rs, ar, ring_phase("AG", 0, ANTICLOCKWISE, n0, ar.final_bytes)]
+    return [ph for ph, _ in collective_phases("ALLREDUCE", size, [n0, n1])]
+
+
+def collective_phases(kind: str, size: int, ns: Sequence[int]) -> list[tuple[RingPhase, int]]:
+    """Ring phases of one chunk of `size` bytes over dims of `ns` members, with the index of
+    each phase's dim, localBWAware (Sys::generate_collective, Ascending): an all-reduce is
+    reduce-scatters on dims 0..D-2, an all-reduce on the last, all-gathers back down, the
+    all-gathers anticlockwise; a reduce-scatter or all-gather of S bytes (S the gathered
+    output) runs one such phase per dim. `chunk_phases` (the scenarios' collective) and
+    `training` (any collective of a workload) both build their phases here."""
+    out: list[tuple[RingPhase, int]] = []
+    last = len(ns) - 1
+    if kind == "ALLREDUCE":
+        data = size
+        for d in range(last):
+            ph = ring_phase("RS", d, CLOCKWISE, ns[d], data)
+            out.append((ph, d))
+            data = ph.final_bytes
+        ph = ring_phase("AR", last, CLOCKWISE, ns[last], data)
+        out.append((ph, last))
+        data = ph.final_bytes
+        for d in range(last - 1, -1, -1):
+            ph = ring_phase("AG", d, ANTICLOCKWISE, ns[d], data)
+            out.append((ph, d))
+            data = ph.final_bytes
+    elif kind == "REDUCESCATTER":
+        data = size
+        for d in range(len(ns)):
+            ph = ring_phase("RS", d, CLOCKWISE, ns[d], data)
+            out.append((ph, d))
+            data = ph.final_bytes
+    elif kind == "ALLGATHER":
+        data = max(1, size // int(np.prod(ns)))
+        for d in range(len(ns)):
+            ph = ring_phase("AG", d, CLOCKWISE, ns[d], data)
+            out.append((ph, d))
+            data = ph.final_bytes
+    else:
+        raise ValueError(f"{kind} collectives are not run by this simulator (ring only)")
+    return out
 
 
 def ring_hosts(cfg: FabricConfig) -> np.ndarray:
@@ -119,7 +157,7 @@ class Sends:
     collective_step: np.ndarray  # pass x steps per chunk + the phase's offset + step
     pair_seq: np.ndarray  # how many sends its (src, dst) pair issued before it
     root: np.ndarray  # bool: starts at the job's start (no predecessor)
-    edges: list[tuple[int, int]]
+    edges: list[tuple[int, int]] | np.ndarray  # (pred, succ) pairs, or [edge, 2] (training)
     phases: list[RingPhase]
 
 

@@ -39,13 +39,11 @@ from pathlib import Path
 import numpy as np
 
 from evaluation.fabric.collectives import (
-    ANTICLOCKWISE,
-    CLOCKWISE,
     RingPhase,
     Sends,
+    collective_phases,
     dim_rings,
     ring_hosts,
-    ring_phase,
 )
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.sim import simulate
@@ -102,43 +100,6 @@ def logical_dims(cfg: FabricConfig, mp_group: int = 0) -> tuple[list[np.ndarray]
     if n1 > 1:
         data.append(ids.T.copy())
     return [model], data
-
-
-def collective_phases(kind: str, size: int, ns: Sequence[int]) -> list[tuple[RingPhase, int]]:
-    """Ring phases of one chunk of `size` bytes over dims of `ns` members, with the index of
-    each phase's dim: localBWAware as `collectives.chunk_phases` (all-reduce: reduce-scatter up,
-    all-reduce on the last, all-gather down); a reduce-scatter or all-gather of S bytes (S the
-    gathered output) runs one such phase per dim."""
-    out: list[tuple[RingPhase, int]] = []
-    last = len(ns) - 1
-    if kind == "ALLREDUCE":
-        data = size
-        for d in range(last):
-            ph = ring_phase("RS", d, CLOCKWISE, ns[d], data)
-            out.append((ph, d))
-            data = ph.final_bytes
-        ph = ring_phase("AR", last, CLOCKWISE, ns[last], data)
-        out.append((ph, last))
-        data = ph.final_bytes
-        for d in range(last - 1, -1, -1):
-            ph = ring_phase("AG", d, ANTICLOCKWISE, ns[d], data)
-            out.append((ph, d))
-            data = ph.final_bytes
-    elif kind == "REDUCESCATTER":
-        data = size
-        for d in range(len(ns)):
-            ph = ring_phase("RS", d, CLOCKWISE, ns[d], data)
-            out.append((ph, d))
-            data = ph.final_bytes
-    elif kind == "ALLGATHER":
-        data = max(1, size // int(np.prod(ns)))
-        for d in range(len(ns)):
-            ph = ring_phase("AG", d, CLOCKWISE, ns[d], data)
-            out.append((ph, d))
-            data = ph.final_bytes
-    else:
-        raise WorkloadError(f"{kind} collectives are not run by this simulator (ring only)")
-    return out
 
 
 @dataclass
@@ -418,7 +379,7 @@ class IterationGraph:
             collective_step=np.r_[a["cstep"], zeros_c],
             pair_seq=np.r_[seq, zeros_c],
             root=root,
-            edges=edges,  # type: ignore[arg-type]
+            edges=edges,
             phases=self.phases,
         )
         dur = np.concatenate([np.zeros(ns, dtype=np.int64), *self.dur_ps])
