@@ -265,3 +265,31 @@ def test_resnet50_at_astra_sims_level_of_detail_is_within_5_percent_of_astra_sim
     res_et = simulate_training(et, cfg, 100, Scales(compute=1e-3))
     assert res_et.comm_free_ms == pytest.approx(res.comm_free_ms)
     assert res_et.jct_ms == pytest.approx(res.jct_ms, abs=1e-6)
+
+
+def test_a_stream_of_jobs_keeps_its_cap_and_never_shares_a_node_at_once() -> None:
+    """Fig. 7c as a stream (arrivals.draw_stream): jobs start after they arrive, at most `cap`
+    run at once, and a job starts on its nodes only after the jobs that held them finished."""
+    from evaluation.fabric import arrivals as ar
+
+    jobs, waits = ar.draw_stream(128, 7, passes=(1, 2))
+    jobs = [replace(j, size_bytes=256 * 1024) for j in jobs]
+    assert len(jobs) == ar.STREAM_JOBS and ar.draw_stream(128, 7, passes=(1, 2))[1] == waits
+    cfg = replace(TABLE1, hosts=128)
+    g, _ = ar.arrivals_graph(cfg, jobs, waits)
+    r = simulate(cfg, 7, flows=graph_builder(g))
+    ns = g.n_sends
+    sends, _ = g.sends()
+    span = {}
+    for jb in jobs:
+        mine = sends.job[:ns] == jb.job
+        span[jb.job] = (r.flow_begin_us[:ns][mine].min(), r.flow_done_us[:ns][mine].max())
+        assert span[jb.job][0] >= jb.arrival_ns / 1000
+        assert set(sends.src[:ns][mine]) == set(jb.hosts)
+    # the cap: job j waits for jobs 1..j-cap (3 or 4, drawn per run)
+    cap = next(c for c in (3, 4) if all(set(range(1, j - c + 1)) <= set(waits[j]) for j in waits))
+    for a in jobs:
+        during = [b for b in jobs if span[b.job][0] <= span[a.job][0] < span[b.job][1]]
+        assert len(during) <= cap
+        for b in during:  # jobs running at once hold disjoint nodes
+            assert b.job == a.job or not set(a.hosts) & set(b.hosts)

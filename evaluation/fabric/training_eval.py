@@ -25,7 +25,13 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from evaluation.fabric.arrivals import ARRIVALS_VERSION, arrivals_graph, draw_jobs
+from evaluation.fabric.arrivals import (
+    ARRIVALS_VERSION,
+    STREAM_VERSION,
+    arrivals_graph,
+    draw_jobs,
+    draw_stream,
+)
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.kernel import RESULTS_VERSION
 from evaluation.fabric.regime_map import BY_NAME, Regime, config
@@ -83,6 +89,8 @@ FIELDS = (
 # Fig. 7c's medians (the paper, sec. 4.5): normalised JCT change by job size
 PAPER_FIG7C = {16: "-1.53 %", 32: "-", 64: "about -17 %"}
 PAPER_FIG7C_RATIO = {16: 1 - 0.0153, 64: 1 - 0.17}
+# Fig. 7c's two forms: one wave of 3-4 jobs with passes / 8, and the stream (arrivals.py)
+FIG7C_PARTS = ("fig7c", "fig7c-stream")
 
 
 # A run's simulated-time cap (FabricConfig.max_ms is 20 s, shorter than a 128-node
@@ -93,8 +101,8 @@ RUN_CAP_MS = 600_000.0
 
 @dataclass(frozen=True)
 class TrainingRun:
-    part: str  # table2 | fig6 | fig7c
-    model: str  # fig7c: "arrivals"
+    part: str  # table2 | fig6 | fig7c | fig7c-stream
+    model: str  # fig7c: "arrivals"; fig7c-stream: "stream"
     hosts: int
     option: str
     seed: int
@@ -108,6 +116,8 @@ class TrainingRun:
 def _workload_digest(model: str) -> str:
     if model == "arrivals":  # the jobs are drawn by arrivals.py's rules: its version
         return f"arrivals-{ARRIVALS_VERSION}"
+    if model == "stream":
+        return f"stream-{STREAM_VERSION}"
     return hashlib.sha256(MODELS[model].read_bytes()).hexdigest()[:12]
 
 
@@ -135,8 +145,11 @@ def training_key(run: TrainingRun) -> str:
 def _execute_arrivals(run: TrainingRun) -> Result:
     t0 = time.perf_counter()
     cfg = replace(run.cfg, max_ms=RUN_CAP_MS)
-    jobs = draw_jobs(cfg.hosts, run.seed)
-    g, starts = arrivals_graph(cfg, jobs)
+    if run.part == "fig7c-stream":
+        jobs, waits = draw_stream(cfg.hosts, run.seed)
+    else:
+        jobs, waits = draw_jobs(cfg.hosts, run.seed), None
+    g, starts = arrivals_graph(cfg, jobs, waits)
     res = simulate(cfg, run.seed, flows=graph_builder(g))
     ns = g.n_sends
     out = []
@@ -165,7 +178,7 @@ def _execute_arrivals(run: TrainingRun) -> Result:
 
 def execute_training(run: TrainingRun) -> Result:
     """One iteration (or Fig. 7c's jobs), anywhere (a pool process or a Dask worker)."""
-    if run.part == "fig7c":
+    if run.part in FIG7C_PARTS:
         return _execute_arrivals(run)
     t0 = time.perf_counter()
     r = simulate_training(
@@ -205,6 +218,8 @@ def grid(
                 runs += [TrainingRun("table2", m, h, o, s) for o in options for s in seeds]
     if "fig7c" in parts:
         runs += [TrainingRun("fig7c", "arrivals", 128, o, s) for o in options for s in seeds]
+    if "fig7c-stream" in parts:
+        runs += [TrainingRun("fig7c-stream", "stream", 128, o, s) for o in options for s in seeds]
     if "fig6" in parts:
         for h in hosts:
             for r in FIG6_REDUCTIONS:
@@ -223,7 +238,7 @@ def report(rows: list[dict], out: Path) -> Path:
     its runs' range, its change against its reference, and the paper's figure beside."""
     cells: dict[tuple, dict[str, list[dict]]] = {}
     for r in rows:
-        if r["part"] == "fig7c":
+        if r["part"] in FIG7C_PARTS:
             continue  # per job: fig7c_ratios below
         k = (r["part"], r["model"], int(r["hosts"]), int(r["compute_reduction"]))
         cells.setdefault(k, {}).setdefault(r["option"], []).append(r)
@@ -267,37 +282,37 @@ def report(rows: list[dict], out: Path) -> Path:
     if ratios:
         lines += [
             *([""] if lines else []),
-            "| Fig. 7c: job size | deployment | JCT change: median [min, max] (jobs) "
+            "| Fig. 7c | job size | deployment | JCT change: median [min, max] (jobs) "
             "| against | the paper (vs DCQCN) |",
-            "|---:|---|---:|---|---|",
+            "|---|---:|---|---:|---|---|",
         ]
-        for (n, opt), rs in sorted(ratios.items()):
+        for (part, n, opt), rs in sorted(ratios.items()):
             ch = sorted(100 * (x - 1) for x in rs)
             paper = PAPER_FIG7C.get(n, "") if opt in ("paper", "shipped") else ""
             lines.append(
-                f"| {n} | {opt} | {statistics.median(ch):+.1f} % [{ch[0]:+.1f}, {ch[-1]:+.1f}] "
-                f"({len(ch)}) | {REFERENCE[opt]} | {paper} |"
+                f"| {part} | {n} | {opt} | {statistics.median(ch):+.1f} % [{ch[0]:+.1f}, "
+                f"{ch[-1]:+.1f}] ({len(ch)}) | {REFERENCE[opt]} | {paper} |"
             )
     path = out / "table.md"
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
-def fig7c_ratios(rows: list[dict]) -> dict[tuple[int, str], list[float]]:
-    """(job nodes, deployment) -> every job's JCT over its JCT under the deployment's reference
-    on the same seed (the same job)."""
-    jct: dict[tuple[str, int], dict[int, tuple[int, float]]] = {}
+def fig7c_ratios(rows: list[dict]) -> dict[tuple[str, int, str], list[float]]:
+    """(part, job nodes, deployment) -> every job's JCT over its JCT under the deployment's
+    reference on the same seed (the same job)."""
+    jct: dict[tuple[str, str, int], dict[int, tuple[int, float]]] = {}
     for r in rows:
-        if r["part"] == "fig7c":
+        if r["part"] in FIG7C_PARTS:
             jobs = json.loads(r["jobs"])
-            jct[r["option"], int(r["seed"])] = {j[0]: (j[1], j[5]) for j in jobs}
-    out: dict[tuple[int, str], list[float]] = {}
-    for (opt, seed), jobs in jct.items():
-        ref = jct.get((REFERENCE[opt], seed))
+            jct[r["part"], r["option"], int(r["seed"])] = {j[0]: (j[1], j[5]) for j in jobs}
+    out: dict[tuple[str, int, str], list[float]] = {}
+    for (part, opt, seed), jobs in jct.items():
+        ref = jct.get((part, REFERENCE[opt], seed))
         if ref is None or opt == REFERENCE[opt]:
             continue
         for j, (n, t) in jobs.items():
-            out.setdefault((n, opt), []).append(t / ref[j][1])
+            out.setdefault((part, n, opt), []).append(t / ref[j][1])
     return out
 
 
@@ -310,8 +325,11 @@ def plot(rows: list[dict], out: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     written = []
-    ratios = fig7c_ratios(rows)
-    if ratios:
+    all_ratios = fig7c_ratios(rows)
+    for part in FIG7C_PARTS:
+        ratios = {(n, o): v for (p, n, o), v in all_ratios.items() if p == part}
+        if not ratios:
+            continue
         fig, ax = plt.subplots(figsize=(7, 4))
         opts = sorted({o for _, o in ratios})
         sizes = sorted({n for n, _ in ratios})
@@ -328,9 +346,12 @@ def plot(rows: list[dict], out: Path) -> list[Path]:
         ax.set_xticks(range(len(sizes)))
         ax.set_xticklabels([f"{n}-node jobs" for n in sizes])
         ax.set_ylabel("job's JCT, normalised")
-        ax.set_title("Fig. 7c: random arrivals on 128 nodes")
+        ax.set_title(
+            "Fig. 7c: random arrivals on 128 nodes"
+            + (" (a stream, 16-128 passes)" if part == "fig7c-stream" else " (one wave)")
+        )
         ax.legend(fontsize=7)
-        written.append(_save(fig, out / "fig7c.png"))
+        written.append(_save(fig, out / f"{part}.png"))
     for part in ("table2", "fig6"):
         sel = [r for r in rows if r["part"] == part]
         if not sel:
@@ -404,7 +425,7 @@ def write_csv(rows: list[dict], out: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m evaluation.fabric.training_eval")
-    ap.add_argument("--part", action="append", choices=("table2", "fig6", "fig7c"))
+    ap.add_argument("--part", action="append", choices=("table2", "fig6", *FIG7C_PARTS))
     ap.add_argument("--hosts", type=int, nargs="+", default=[128], choices=(16, 32, 128, 512))
     ap.add_argument("--model", action="append", choices=sorted(MODELS))
     ap.add_argument("--option", action="append", choices=OPTIONS)
