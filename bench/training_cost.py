@@ -5,6 +5,7 @@ events per second, the flows and the peak memory.
 
     python bench/training_cost.py                          # ResNet50 at 128 nodes, seed 100
     python bench/training_cost.py --model vgg16 --hosts 512
+    python bench/training_cost.py --hosts 512 --setup-only    # the workload's setup alone
 
 Times are thread CPU seconds of this process (the machine is shared: a wall clock would count
 the other processes' share of the core). One process per scale: the peak memory is the run's.
@@ -19,11 +20,13 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evaluation.fabric import sim
 from evaluation.fabric.regime_map import BY_NAME, Regime, config
-from evaluation.fabric.topology import sends_workload
+from evaluation.fabric.topology import build_fabric, sends_workload
 from evaluation.fabric.training import iteration_graph
 from evaluation.fabric.training_eval import MODELS
 from evaluation.fabric.workload_text import read_text
@@ -35,6 +38,9 @@ def main() -> int:
     ap.add_argument("--hosts", type=int, default=128)
     ap.add_argument("--option", default="dcqcn")
     ap.add_argument("--seed", type=int, default=100)
+    ap.add_argument(
+        "--setup-only", action="store_true", help="build the workload, skip the kernel's run"
+    )
     args = ap.parse_args()
     cfg = config(Regime("2d", "windowed", args.hosts, 8 << 20), BY_NAME[args.option])
     wl = read_text(MODELS[args.model])
@@ -57,6 +63,15 @@ def main() -> int:
         timed["kernel"] = time.thread_time() - t
         return n
 
+    if args.setup_only:
+        rng = np.random.default_rng(args.seed)
+        n = build(cfg, build_fabric(cfg), rng).f_src.shape[0]
+        peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+        print(
+            f"{args.model} {args.hosts} nodes: {n:,} flows; setup {t_graph:.1f} s (DAG) + "
+            f"{timed['flows']:.1f} s (flows); peak {peak_gb:.1f} GB"
+        )
+        return 0
     res = sim.simulate(replace(cfg), args.seed, flows=build, kernel=kernel)
     ev = res.stats["events"]
     peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
