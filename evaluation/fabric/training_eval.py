@@ -430,6 +430,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", action="append", choices=sorted(MODELS))
     ap.add_argument("--option", action="append", choices=OPTIONS)
     ap.add_argument("--seeds", type=int, default=len(SEEDS), help="held-out seeds from 100")
+    ap.add_argument(
+        "--first-seed",
+        type=int,
+        default=SEEDS.start,
+        help="the first of the --seeds (machines sharing a sweep split its seeds)",
+    )
     ap.add_argument("--cluster", help="'local' (a Dask LocalCluster of --jobs) or an address")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--out", type=Path, default=Path("build/training"))
@@ -440,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
         args.part or ["table2"],
         args.hosts,
         args.model or ["resnet50", "vgg16"],
-        range(100, 100 + args.seeds),
+        range(args.first_seed, args.first_seed + args.seeds),
         args.option or list(OPTIONS),
     )
     store = RunStore(args.out / "runs.jsonl")
