@@ -260,3 +260,15 @@ def test_the_command_line_runs_a_trace_and_refuses_a_bad_one(
     assert "Chakra trace (schema 0.0.4), 2 nodes a rank" in capsys.readouterr().out
     assert main([str(tmp_path / "t.0.et"), "--hosts", "8"]) == 2
     assert "runs on 16 hosts, not 8" in capsys.readouterr().err
+
+
+def test_a_broadcast_holds_the_collective_resource_for_its_duration(tmp_path: Path) -> None:
+    """BROADCAST as Astra-Sim 2 runs it: its duration_micros on the NPU's collective resource,
+    so the all-reduce after it (no dependency between them) waits for it."""
+    bcast = coll(0, 4096, kind=pb.BROADCAST)
+    bcast.duration_micros = 40
+    et = read_et(write(tmp_path, spmd([bcast, coll(1, 65536)], SMALL.hosts)))
+    g = iteration_graph(et, SMALL)
+    assert g.comm_free_end_ps == 40 * 10**6 and len(g.collectives) == 1
+    r = simulate(SMALL, 2, flows=graph_builder(g))
+    assert r.flow_begin_us[: g.n_sends].min() >= 40.0
