@@ -270,3 +270,34 @@ def test_trace_io_records_every_arrival_after_its_send() -> None:
             assert r[0] - sent[int(r[6])] >= least_ps - 1
             waits.append(r[0] - sent[int(r[6])] - least_ps)
     assert max(waits) > 10 * SER_US * 1e6  # the shared port queued them
+
+
+def _nic_order(flows: list[tuple[int, int, int, int, int]], frames: int) -> list[int]:
+    """The flows of host 0's first `frames` data frames, in the order its NIC sent them."""
+    from evaluation.fabric import kernel as kn
+
+    res = simulate(SMALL, 0, flows=flows, cc_trace_rows=200_000, trace_io=True)
+    assert res.stats["error"] == 0
+    tr = res.cc_trace[: int((res.cc_trace[:, 2] != 0).sum())]
+    sends = tr[tr[:, 2] == kn.TR_SEND]
+    return [int(f) for f in sends[np.argsort(sends[:, 0], kind="stable"), 1][:frames]]
+
+
+def test_a_nic_serves_its_flows_round_robin_in_creation_order() -> None:
+    """HPCC's RdmaEgressQueue::GetNextQindex: after the QP it served last, the next one in its
+    group (creation order) that may send now. Flows 0 and 1 alternate from t = 0; flow 2 starts
+    during flow 1's first frame, so when that frame ends flow 2 is next after flow 1, although
+    flow 0 was ready earlier (a queue of ready flows, the kernel before RESULTS_VERSION 4, sent
+    flow 0 there). Each flow alone takes the line (10 Gb/s: one frame per frame time)."""
+    ser_ps = round(SER_US * 1e6)
+    order = _nic_order([(0, 5, 1, 50, 0), (0, 6, 1, 50, 0), (0, 7, 1, 50, ser_ps * 3 // 2)], 9)
+    assert order == [0, 1, 2, 0, 1, 2, 0, 1, 2]
+
+
+def test_a_flow_ready_at_the_instant_its_nic_frees_is_served() -> None:
+    """A flow whose next send time is the instant the NIC finishes a frame counts as available
+    then (HPCC compares m_nextAvail <= now), whichever event the simulator pops first: flow 1
+    starts exactly when flow 0's first frame ends and is served next, not flow 0 again."""
+    ser_ps = round(SER_US * 1e6)
+    order = _nic_order([(0, 5, 1, 50, 0), (0, 6, 1, 50, ser_ps)], 4)
+    assert order == [0, 1, 0, 1]

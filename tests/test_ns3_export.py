@@ -143,6 +143,9 @@ def test_the_driver_output_gives_the_cct() -> None:
 def test_every_regime_cell_has_its_ns3_runs() -> None:
     cells = {(s, r, v) for s in xr.SCENARIOS for r in xr.REGIMES for v in xr.VARIANTS}
     assert set(xr.NS3) == cells
-    more = {("table1", "ack-priority", v) for v in xr.VARIANTS}  # the cells outside: 15 runs
     for cell, n in xr.NS3.items():
-        assert sorted(n.cct_ms) == list(range(100, 115 if cell in more else 105)), cell
+        # RngRuns 100, 101, ... with none left out (a cell with more ran more because the
+        # first five did not resolve it)
+        assert len(n.cct_ms) >= 5 and sorted(n.cct_ms) == list(range(100, 100 + len(n.cct_ms))), (
+            cell
+        )

@@ -82,6 +82,8 @@ from evaluation.fabric.kernel_state import (
     PT_ACK_SER,
     PT_AFTER_XOFF,
     PT_BUSY,
+    PT_GRP_AVAIL,
+    PT_GRP_N,
     PT_ING,
     PT_PAUSED,
     PT_PAUSED_SINCE,
@@ -90,8 +92,6 @@ from evaluation.fabric.kernel_state import (
     PT_Q_HEAD,
     PT_Q_LEN,
     PT_Q_TAIL,
-    PT_RQ_HEAD,
-    PT_RQ_LEN,
     PT_SER,
     PT_SWITCH,
     PT_XOFF,
@@ -122,6 +122,9 @@ S_TRACE_N = 33  # rows written to cc_trace
 # PSN index, then its CE bit; the fabric's queue waits, sent to received, per frame). The
 # codes are evaluation/nic/reaction_point.py's.
 TR_FIRST_CNP, TR_CUT, TR_INC, TR_CNP, TR_DONE, TR_SEND, TR_ACK, TR_RECV = 1, 2, 3, 4, 5, 6, 7, 8
+# with Limits.hop_trace_ps: a packet reached a switch (its flow; the egress port it joins; then
+# hop_code(kind, PSN index, the bytes queued ahead of it in its class))
+TR_HOP = 9
 ERR_POOL, ERR_HEAP, ERR_TIMEOUT, ERR_STUCK = 1, 2, 4, 8
 
 WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY = 6, 7, 8, 10
@@ -130,8 +133,11 @@ MODE_BASELINE, MODE_SYMPHONY, MODE_PQ = 0, 1, 2
 # recorded reference runs are re-recorded then). The sweep store keys results on it, so runs of
 # an older kernel in a runs.jsonl are run again, not read back. 2: ns-3's tie rule (issue 32).
 # 3: under ecmp "switch" an ACK or CNP takes the path the switches hash its own header onto,
-# not its data's links back (issue 44; topology._choosers).
-RESULTS_VERSION = 3
+# not its data's links back (issue 44; topology._choosers). 4: a NIC serves its QPs as HPCC's
+# RdmaEgressQueue does, round-robin over its group in creation order, a QP whose next send time
+# is this instant counting as available (it served its ready flows first come, first served;
+# issue 45, docs/evaluation.md "The NIC's round robin").
+RESULTS_VERSION = 4
 
 
 # The packet and port indices of the hottest handlers (pku, portu) are unsigned: numba indexes
@@ -235,6 +241,17 @@ def _trace_io(tr, stats, now, f, code, fl, fr, a, b):
         stats[S_TRACE_N] = n + 1
 
 
+@njit(cache=True, _nrt=False, inline="always")
+def hop_code(kind, idx, queued):
+    """TR_HOP's last column: kind (2 bits), PSN index (24 bits), bytes queued ahead (22 bits)."""
+    return ((queued << 24) | idx) * 4 + kind
+
+
+def hop_fields(code: int) -> tuple[int, int, int]:
+    """(kind, PSN index, bytes queued ahead) of a TR_HOP row's last column."""
+    return code & 3, (code >> 2) & 0xFFFFFF, code >> 26
+
+
 @njit(cache=True, _nrt=False)
 def _paper_increase(fl, fr, f, line_gbps, fast_recovery, ai, hai):
     """An increase event of the DCQCN paper's rules (reaction_point._paper_increase): False at
@@ -308,14 +325,14 @@ def run(
     ack_frames = nic.ack_frames
     bg_port, bg_t0, bg_t1, bg_gap = bg.port, bg.t0, bg.t1, bg.gap
     sample_ps, max_samples, max_ps = lim.sample_ps, lim.max_samples, lim.max_ps
-    pool_size = lim.pool_size
+    pool_size, hop_trace_ps = lim.pool_size, lim.hop_trace_ps
     f_done, f_begin, job_end = out.f_done, out.f_begin, out.job_end
     ov_series, rx_series, job_maxov = out.ov_series, out.rx_series, out.job_maxov
     stats, js, cc_trace = out.stats, out.js, out.cc_trace
     flows_tab, q = st.flows_tab, st.q
     pkt = st.pkt  # per packet: its row of fields (kernel_state.PK_*), q's owned rows
     pkt0 = q[eq.OWNED]  # packet 0's node in q
-    free, in_use, sw_used, rq_buf = st.free, st.in_use, st.sw_used, st.rq_buf
+    free, in_use, sw_used, grp = st.free, st.in_use, st.sw_used, st.qp_group
     pt = st.pt  # per port (NICs first: a host's NIC is its port): its row (kernel_state.PT_*)
     fl, fr = st.fl, st.fr  # per flow: its row of fields (kernel_state.FL_*, FR_*)
     active, distinct, left, rx_acc = st.active, st.distinct, st.left, st.rx_acc
@@ -323,7 +340,7 @@ def run(
     nf = fl.shape[0]
     mtu_bits = float(mtu * 8)
     nfree = pool_size
-    rq_cap = rq_buf.shape[1]
+    grp_last = grp.shape[1] - 1  # the column of the last served index
     port_cap = buffer_pkts * mtu
     sw_cap = sw_buf * mtu
     sw_free = st.sw_free
@@ -601,6 +618,18 @@ def run(
                     _send(q, pkt0, pk, f, now + pt[portu, PT_ACK_SER] + prop_ps)
                     continue
                 sw = pt[portu, PT_SWITCH]
+                if now <= hop_trace_ps:
+                    _trace_io(
+                        cc_trace,
+                        stats,
+                        now,
+                        f,
+                        TR_HOP,
+                        fl,
+                        fr,
+                        port,
+                        hop_code(kind, pkt[pku, PK_IDX], pt[portu, PT_Q_BYTES + prio]),
+                    )
                 # enqueue (drop-tail on the port's bytes, or on the switch's shared buffer; the
                 # control class is outside both)
                 if prio < 2 and (
@@ -738,13 +767,20 @@ def run(
                     s_min += 1
                 fl[f, FL_CLS] = 1 if s > s_min else 0
             fl[f, FL_SND_SCHED] = 1
+            h = fl[f, FL_SRC]
+            # RdmaHw::AddQueuePair: the QP joins its NIC's group last
+            grp[h, pt[h, PT_GRP_N]] = f
+            pt[h, PT_GRP_N] += 1
             ev = EV_QP_READY  # below
 
         if ev == EV_QP_READY:
             f = x
             h = fl[f, FL_SRC]
-            rq_buf[h, (pt[h, PT_RQ_HEAD] + pt[h, PT_RQ_LEN]) % rq_cap] = f
-            pt[h, PT_RQ_LEN] += 1
+            if fl[f, FL_SND_SCHED] == 0 or fl[f, FL_NEXT_AVAIL] > now:
+                continue  # stale: the NIC served it at this instant before this event popped
+            if fl[f, FL_SND_SCHED] == 1:
+                fl[f, FL_SND_SCHED] = 2
+                pt[h, PT_GRP_AVAIL] += 1
             if pt[h, PT_BUSY] > now or pt[h, PT_PENDING]:
                 if pt[h, PT_PENDING] == 0:
                     pt[h, PT_PENDING] = 1
@@ -765,36 +801,61 @@ def run(
                     _deq(pt, pkt, h, PT_A_HEAD, PT_A_LEN)
                     pt[h, PT_BUSY] = now + pt[h, PT_ACK_SER]
                     _send(q, pkt0, pk, f, pt[h, PT_BUSY] + prop_ps)
-                    if pt[h, PT_A_LEN] + pt[h, PT_RQ_LEN] > 0:
+                    if pt[h, PT_A_LEN] + pt[h, PT_GRP_AVAIL] > 0:
                         pt[h, PT_PENDING] = 1
                         eq.push(q, pt[h, PT_BUSY], EV_NIC_TXDONE | (h << 4))
                     continue
-            f = -1
-            m = pt[h, PT_RQ_LEN]
-            while m > 0:
-                m -= 1
-                c = rq_buf[h, pt[h, PT_RQ_HEAD]]
-                pt[h, PT_RQ_HEAD] = (pt[h, PT_RQ_HEAD] + 1) % rq_cap
-                pt[h, PT_RQ_LEN] -= 1
-                if f_done[c] < 0 and fl[c, FL_SND_NEXT] < fl[c, FL_NPK]:
-                    if pt[h, PT_PAUSED + fl[c, FL_CLS]]:
-                        # PFC holds this flow's priority on the host link: back of the queue
-                        rq_buf[h, (pt[h, PT_RQ_HEAD] + pt[h, PT_RQ_LEN]) % rq_cap] = c
-                        pt[h, PT_RQ_LEN] += 1
-                        continue
+            # then the group round-robin from the one after the last served: the first QP that
+            # is not paused, has bytes left, is not window-bound and whose m_nextAvail <= now
+            # (so one whose QP_READY falls on this very instant counts, whichever event pops
+            # first); finished QPs (all ACKed) met on the way are compacted out, and the last
+            # served index is not moved by it, as in HPCC
+            n = pt[h, PT_GRP_N]
+            res = -1
+            fin = -1
+            for k in range(1, n + 1):
+                i = (grp[h, grp_last] + k) % n
+                c = grp[h, i]
+                left_c = fl[c, FL_SND_NEXT] < fl[c, FL_NPK] and f_done[c] < 0
+                if left_c and pt[h, PT_PAUSED + fl[c, FL_CLS]] == 0:
                     if _win_bound(fl, fr, c, var_win, line_gbps, mtu):
-                        # window-bound: out of the ready queue until an ACK opens the window
-                        fl[c, FL_SND_SCHED] = 0
-                        if rto_ps > 0 and fl[c, FL_RTO_ARMED] == 0:
-                            fl[c, FL_RTO_ARMED] = 1
-                            fl[c, FL_RTO_MARK] = fl[c, FL_SND_UNA]
-                            eq.push(q, now + rto_ps, EV_RTO | (c << 4))
+                        if fl[c, FL_SND_SCHED] == 2:
+                            # waits for an ACK to open the window (TriggerTransmit)
+                            fl[c, FL_SND_SCHED] = 0
+                            pt[h, PT_GRP_AVAIL] -= 1
+                            if rto_ps > 0 and fl[c, FL_RTO_ARMED] == 0:
+                                fl[c, FL_RTO_ARMED] = 1
+                                fl[c, FL_RTO_MARK] = fl[c, FL_SND_UNA]
+                                eq.push(q, now + rto_ps, EV_RTO | (c << 4))
                         continue
-                    f = c
+                    if fl[c, FL_SND_SCHED] == 0 or fl[c, FL_NEXT_AVAIL] > now:
+                        continue
+                    if fl[c, FL_SND_SCHED] == 1:
+                        pt[h, PT_GRP_AVAIL] += 1  # its QP_READY is at `now`, not popped yet
+                        fl[c, FL_SND_SCHED] = 2
+                    res = i
                     break
-                fl[c, FL_SND_SCHED] = 0
-            if f < 0:
+                if not left_c and fl[c, FL_SND_SCHED] == 2:
+                    fl[c, FL_SND_SCHED] = 0
+                    pt[h, PT_GRP_AVAIL] -= 1
+                if fl[c, FL_SND_UNA] >= fl[c, FL_NPK] and (fin < 0 or i < fin):
+                    fin = i
+            if fin >= 0:
+                m = fin
+                for i in range(fin + 1, n):
+                    c = grp[h, i]
+                    if fl[c, FL_SND_UNA] < fl[c, FL_NPK]:
+                        if i == res:
+                            res = m
+                        grp[h, m] = c
+                        m += 1
+                pt[h, PT_GRP_N] = m
+            if res < 0:
                 continue
+            grp[h, grp_last] = res
+            f = grp[h, res]
+            fl[f, FL_SND_SCHED] = 1  # until its QP_READY below (or it is done)
+            pt[h, PT_GRP_AVAIL] -= 1
             if nfree == 0:
                 stats[S_ERROR] |= ERR_POOL
                 break
@@ -826,7 +887,7 @@ def run(
                 )
             pt[h, PT_BUSY] = now + pt[h, PT_SER]
             _send(q, pkt0, pk, f, pt[h, PT_BUSY] + prop_ps)
-            if pt[h, PT_RQ_LEN] + pt[h, PT_A_LEN] > 0:
+            if pt[h, PT_GRP_AVAIL] + pt[h, PT_A_LEN] > 0:
                 pt[h, PT_PENDING] = 1
                 eq.push(q, pt[h, PT_BUSY], EV_NIC_TXDONE | (h << 4))
             # pacing (UpdateNextAvail, RATE_BOUND 1): the next packet at the current rate
@@ -988,7 +1049,7 @@ def run(
                 stats[S_PAUSED_PS] += now - pt[link, PT_PAUSED_SINCE]
             if on == 0 and pt[link, PT_PENDING] == 0:
                 if link < n_hosts:
-                    if pt[link, PT_RQ_LEN] + pt[link, PT_A_LEN] > 0:
+                    if pt[link, PT_GRP_AVAIL] + pt[link, PT_A_LEN] > 0:
                         pt[link, PT_PENDING] = 1
                         eq.push(q, max(now, pt[link, PT_BUSY]), EV_NIC_TXDONE | (link << 4))
                 elif pt[link, PT_Q_LEN + pr] > 0:

@@ -112,6 +112,8 @@ class Limits(NamedTuple):
     max_samples: int
     max_ps: int
     pool_size: int  # packets in flight at most (data, ACKs, background)
+    # every packet's arrival at a switch up to this time goes into the trace (TR_HOP; -1: none)
+    hop_trace_ps: int = -1
 
 
 class Outputs(NamedTuple):

@@ -47,7 +47,9 @@ FLOW_COLUMNS: dict[str, int | None] = {
     "snd_next": 0,
     "snd_una": 0,
     "qp_done": 0,  # all ACKed: QpComplete cancelled the timers
-    "snd_sched": 0,  # a QP_READY is pending or the flow is ready
+    # 0: waits for an ACK (window-bound) or has nothing left to send; 1: its QP_READY (the
+    # time its rate lets it send) is pending; 2: available (m_nextAvail <= now)
+    "snd_sched": 0,
     "next_avail": 0,  # m_nextAvail
     "fly_max": 0,  # for cc_trace
     "rto_mark": -1,
@@ -141,7 +143,8 @@ PT_XOFF = 22  # 2: the downstream end sent XOFF
 PT_AFTER_XOFF = 24  # 2: bytes since
 PT_PAUSED_SINCE = 26
 PT_A_HEAD, PT_A_TAIL, PT_A_LEN = 27, 28, 29  # a NIC's ACK queue
-PT_RQ_HEAD, PT_RQ_LEN = 30, 31  # a NIC's ring of ready flows (State.rq_buf)
+# a NIC's QP group (State.qp_group): its size, its flows available now
+PT_GRP_N, PT_GRP_AVAIL = 30, 31
 PT_COLUMNS = 32
 
 
@@ -160,7 +163,9 @@ class State(NamedTuple):
     sw_free: np.ndarray  # topo.sw_free0 in bytes
     sw_used: np.ndarray  # PFC: per switch bytes held
     # NICs: a ring of flows whose pacing timer has fired
-    rq_buf: np.ndarray
+    # per host: its started flows in creation order, as HPCC's RdmaEgressQueue holds its QPs
+    # (finished ones compacted as it does), the last one served in the last column
+    qp_group: np.ndarray
     # per flow, one row each (FL_* columns: its inputs the loop reads, then its sender's and
     # receiver's state; FR_*: the sender's rates)
     fl: np.ndarray
@@ -230,7 +235,7 @@ def new_state(
     queue_cap = 8 * nf + 12 * n_ports + bg.port.shape[0] + 1024
     q = new_queue(queue_cap, pool)
     per_host = np.bincount(flows.src, minlength=n_hosts)
-    rq_cap = int(per_host.max(initial=0)) + 2  # a host's flows can all be ready at once
+    grp_cap = int(per_host.max(initial=0)) + 1  # a host's flows can all be in its group
 
     def zeros(*shape: int) -> np.ndarray:
         return np.zeros(shape, dtype=I64)
@@ -244,7 +249,7 @@ def new_state(
         pt=port_rows(topo, nic),
         sw_free=topo.sw_free0 * nic.mtu,
         sw_used=zeros(topo.n_switches),
-        rq_buf=zeros(n_hosts, rq_cap),
+        qp_group=zeros(n_hosts, grp_cap + 1),
         fl=flow_rows(flows),
         fr=flow_rates(nf, nic),
         active=zeros(n_jobs + 1, flows.n_steps),

@@ -51,6 +51,7 @@ XVAL_REGIME = {
 # (layout, hosts, chunk) -> the cross-validation's scenario of the same collective
 XVAL_SCENARIO = {("2d", 32, 8 * MiB): "table1", ("rings", 32, 8 * MiB): "ecmp-8MiB"}
 XVAL_SCENARIO[("rings", 32, MiB)] = "ecmp-1MiB"
+XVAL_SCENARIO[("2d", 32, MiB)] = "table1-1MiB"
 
 
 @dataclass(frozen=True)

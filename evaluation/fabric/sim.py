@@ -199,14 +199,16 @@ def simulate(
     cc_trace_rows: int = 0,
     kernel: KernelCall = run_kernel,
     trace_io: bool = False,
+    hop_trace_us: float = -1.0,
 ) -> FabricResult:
     """One run. `flows` replaces the ring workload by independent flows
     (`topology.custom_workload`). For tests: `ce_psn` {flow: PSN indices} are CE-marked by
     the sender's NIC; `cc_trace_rows` > 0 records the senders' DCQCN events
     (`FabricResult.cc_trace`, columns as `kernel.TR_*` say), with `trace_io` also every data
     frame its NIC sends and every ACK/NACK it receives (the NIC conformance suite's replay,
-    `evaluation/nic/conformance.py`). `kernel` runs the event loop
-    (bench/fabric_speed.py passes the reference kernel)."""
+    `evaluation/nic/conformance.py`); `hop_trace_us` >= 0 also every packet's arrival at a
+    switch until then (`kernel.TR_HOP`: the packet-level comparison with ns-3, issue 45).
+    `kernel` runs the event loop (bench/fabric_speed.py passes the reference kernel)."""
     rng, fab, wl = prepare(cfg, seed, flows)
     bg = background_sources(cfg, fab, rng)
     nf = wl.f_src.shape[0]
@@ -327,6 +329,7 @@ def simulate(
         max_samples=max_samples,
         max_ps=round(cfg.max_ms * 1000 * PS),
         pool_size=pool,
+        hop_trace_ps=round(hop_trace_us * PS) if hop_trace_us >= 0 else -1,
     )
     out = Outputs(
         f_done=f_done,
