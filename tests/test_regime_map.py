@@ -20,7 +20,12 @@ MiB = 1 << 20
 
 @pytest.mark.parametrize(
     ("layout", "chunk", "scenario"),
-    [("2d", 8 * MiB, "table1"), ("rings", 8 * MiB, "ecmp-8MiB"), ("rings", MiB, "ecmp-1MiB")],
+    [
+        ("2d", 8 * MiB, "table1"),
+        ("2d", MiB, "table1-1MiB"),
+        ("rings", 8 * MiB, "ecmp-8MiB"),
+        ("rings", MiB, "ecmp-1MiB"),
+    ],
 )
 @pytest.mark.parametrize("nic", rm.NICS)
 @pytest.mark.parametrize("option", ["dcqcn", "ack", "paper", "ack+paper"])
@@ -127,9 +132,13 @@ def test_cells_take_the_cross_validations_status() -> None:
     assert rm.cell_status(reg, rm.BY_NAME["paper"], far) == "validated"  # another regime
     for other in (
         rm.Regime("rings", "windowed", 128, 8 * MiB),
-        rm.Regime("2d", "windowed", 32, MiB),
+        rm.Regime("2d", "windowed", 32, 128 * rm.KB),
     ):
         assert rm.cell_status(other, rm.BY_NAME["dcqcn"], kernel) == "unchecked"
+    # the 2D ring at 1 MiB is checked since issue 45 ran it in ns-3 (`table1-1MiB`)
+    assert rm.cell_status(rm.Regime("2d", "windowed", 32, MiB), rm.BY_NAME["dcqcn"], kernel) == (
+        "validated"
+    )
 
 
 def test_a_small_map_runs_from_the_command_line_and_resumes(tmp_path: Path) -> None:
