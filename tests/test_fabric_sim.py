@@ -296,8 +296,11 @@ def test_a_nic_serves_its_flows_round_robin_in_creation_order() -> None:
 
 def test_a_flow_ready_at_the_instant_its_nic_frees_is_served() -> None:
     """A flow whose next send time is the instant the NIC finishes a frame counts as available
-    then (HPCC compares m_nextAvail <= now), whichever event the simulator pops first: flow 1
-    starts exactly when flow 0's first frame ends and is served next, not flow 0 again."""
+    then (HPCC compares m_nextAvail <= now): flow 1 starts exactly when flow 0's first frame
+    ends and is served next, not flow 0 again. A guard of the rule only: here the event that
+    makes flow 1 ready pops first, so the queue before RESULTS_VERSION 4 served it alike (the
+    case it got wrong, a window reopened by an ACK at that instant, needs ns-3's own timing:
+    docs/measurements/crossval-regimes-2026-12-07/pktdiff-before.txt)."""
     ser_ps = round(SER_US * 1e6)
     order = _nic_order([(0, 5, 1, 50, 0), (0, 6, 1, 50, ser_ps)], 4)
     assert order == [0, 1, 0, 1]

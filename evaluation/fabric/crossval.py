@@ -170,7 +170,8 @@ def main(argv: list[str] | None = None) -> None:
         default="all",
         help="small: S1-S4 above; regimes: the collectives in every regime (crossval_regimes)",
     )
-    ap.add_argument("--regime-seeds", type=int, default=10, help="the kernel's seeds 100..")
+    # 40: the reported table (docs/evaluation.md); ten seeds had not pinned the 2D ring's medians
+    ap.add_argument("--regime-seeds", type=int, default=40, help="the kernel's seeds 100..")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--store", type=Path, default=Path("build/crossval/runs.jsonl"))
     args = ap.parse_args(argv)

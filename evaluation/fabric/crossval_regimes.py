@@ -7,7 +7,7 @@ same flows, start dependencies, source ports (ns-3's ECMP), steps and Symphony t
 ns-3's numbers are committed (`NS3`). docs/evaluation.md, "Cross-validation in every regime",
 has the build, every setting and where it lands.
 
-    python -m evaluation.fabric.crossval --part regimes --regime-seeds 40   # seeds 100-139
+    python -m evaluation.fabric.crossval --part regimes      # the table (kernel seeds 100-139)
     python -m evaluation.fabric.ns3_export --scenario table1 --seed 100 --out DIR   # ns-3's input
 
 Scenarios: `table1` (Astra-Sim's 2D ring, 32 nodes, 8 MiB chunks: scenarios.TABLE1), the same at

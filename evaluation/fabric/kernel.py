@@ -243,7 +243,7 @@ def _trace_io(tr, stats, now, f, code, fl, fr, a, b):
 
 @njit(cache=True, _nrt=False, inline="always")
 def hop_code(kind, idx, queued):
-    """TR_HOP's last column: kind (2 bits), PSN index (24 bits), bytes queued ahead (22 bits)."""
+    """TR_HOP's last column: kind (2 bits), PSN index (24 bits), bytes queued ahead (above)."""
     return ((queued << 24) | idx) * 4 + kind
 
 

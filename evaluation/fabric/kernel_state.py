@@ -162,7 +162,6 @@ class State(NamedTuple):
     pt: np.ndarray
     sw_free: np.ndarray  # topo.sw_free0 in bytes
     sw_used: np.ndarray  # PFC: per switch bytes held
-    # NICs: a ring of flows whose pacing timer has fired
     # per host: its started flows in creation order, as HPCC's RdmaEgressQueue holds its QPs
     # (finished ones compacted as it does), the last one served in the last column
     qp_group: np.ndarray
