@@ -136,8 +136,10 @@ MODE_BASELINE, MODE_SYMPHONY, MODE_PQ = 0, 1, 2
 # not its data's links back (issue 44; topology._choosers). 4: a NIC serves its QPs as HPCC's
 # RdmaEgressQueue does, round-robin over its group in creation order, a QP whose next send time
 # is this instant counting as available (it served its ready flows first come, first served;
-# issue 45, docs/evaluation.md "The NIC's round robin").
-RESULTS_VERSION = 4
+# issue 45, docs/evaluation.md "The NIC's round robin"). 5: every port and NIC schedules its
+# transmit-complete event at every transmission start, as ns-3's QbbNetDevice does, so frames
+# meeting at one instant are ordered as ns-3 orders them (docs/evaluation.md "The tie order").
+RESULTS_VERSION = 5
 
 
 # The packet and port indices of the hottest handlers (pku, portu) are unsigned: numba indexes
@@ -697,9 +699,11 @@ def run(
             pt[portu, PT_BUSY] = now + (
                 pt[portu, PT_ACK_SER] if kind != KIND_DATA else pt[portu, PT_SER]
             )
-            if pt[portu, PT_Q_LEN] + pt[portu, PT_Q_LEN + 1] + pt[portu, PT_Q_LEN + 2] > 0:
-                pt[portu, PT_PENDING] = 1
-                eq.push(q, pt[portu, PT_BUSY], EV_PORT_TXDONE | (port << 4))
+            # TransmitComplete is scheduled at every transmission start, as ns-3's
+            # QbbNetDevice does, queue or no queue: a frame that arrives at the instant the
+            # port frees is then queued behind that event, not sent before it (issue 45)
+            pt[portu, PT_PENDING] = 1
+            eq.push(q, pt[portu, PT_BUSY], EV_PORT_TXDONE | (port << 4))
             if pfc and pr < 2:
                 sw = pt[portu, PT_SWITCH]
                 sw_used[sw] -= size
@@ -801,9 +805,8 @@ def run(
                     _deq(pt, pkt, h, PT_A_HEAD, PT_A_LEN)
                     pt[h, PT_BUSY] = now + pt[h, PT_ACK_SER]
                     _send(q, pkt0, pk, f, pt[h, PT_BUSY] + prop_ps)
-                    if pt[h, PT_A_LEN] + pt[h, PT_GRP_AVAIL] > 0:
-                        pt[h, PT_PENDING] = 1
-                        eq.push(q, pt[h, PT_BUSY], EV_NIC_TXDONE | (h << 4))
+                    pt[h, PT_PENDING] = 1  # always, as for a port
+                    eq.push(q, pt[h, PT_BUSY], EV_NIC_TXDONE | (h << 4))
                     continue
             # then the group round-robin from the one after the last served: the first QP that
             # is not paused, has bytes left, is not window-bound and whose m_nextAvail <= now
@@ -887,9 +890,8 @@ def run(
                 )
             pt[h, PT_BUSY] = now + pt[h, PT_SER]
             _send(q, pkt0, pk, f, pt[h, PT_BUSY] + prop_ps)
-            if pt[h, PT_GRP_AVAIL] + pt[h, PT_A_LEN] > 0:
-                pt[h, PT_PENDING] = 1
-                eq.push(q, pt[h, PT_BUSY], EV_NIC_TXDONE | (h << 4))
+            pt[h, PT_PENDING] = 1  # always, as for a port
+            eq.push(q, pt[h, PT_BUSY], EV_NIC_TXDONE | (h << 4))
             # pacing (UpdateNextAvail, RATE_BOUND 1): the next packet at the current rate
             gap = np.int64(mtu_bits / fr[f, FR_RC] * 1000.0)
             fl[f, FL_NEXT_AVAIL] = now + gap
