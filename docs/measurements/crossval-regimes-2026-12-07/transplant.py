@@ -25,6 +25,7 @@ def main() -> None:
     ap.add_argument("source", type=Path)
     ap.add_argument("target", type=Path)
     ap.add_argument("--hosts", type=int, nargs="+", default=[32])
+    ap.add_argument("--seeds-32", type=int, default=len(rm.SEEDS[32]), help="as regime_map's")
     a = ap.parse_args()
     by_cfg: dict[tuple[str, str], dict] = {}
     for line in a.source.read_text().splitlines():
@@ -36,7 +37,7 @@ def main() -> None:
         have = {json.loads(x)["key"] for x in a.target.read_text().splitlines()}
     grid = rm.Grid(
         hosts=tuple(a.hosts),
-        seeds={h: rm.SEEDS[h] for h in a.hosts},
+        seeds={h: range(100, 100 + a.seeds_32) if h == 32 else rm.SEEDS[h] for h in a.hosts},
         layouts=rm.LAYOUTS,
         nics=rm.NICS,
         chunks=rm.CHUNKS,
