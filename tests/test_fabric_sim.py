@@ -304,3 +304,26 @@ def test_a_flow_ready_at_the_instant_its_nic_frees_is_served() -> None:
     ser_ps = round(SER_US * 1e6)
     order = _nic_order([(0, 5, 1, 50, 0), (0, 6, 1, 50, ser_ps)], 4)
     assert order == [0, 1, 0, 1]
+
+
+def test_same_instant_frames_are_ordered_as_ns3_orders_them() -> None:
+    """The tie order (RESULTS_VERSION 5): ns-3's QbbNetDevice schedules TransmitComplete at
+    every transmission start and pops same-instant events in the order they were scheduled.
+    Host 4 sends flow 0's two frames from t = 0; flows 1 (host 4) and 2 (host 6), both to host
+    5, start at 2 frame times, the instant host 4's NIC frees. Their start events were scheduled
+    at set-up, before host 4's transmit-complete (scheduled at its second frame's start), so host
+    4 is still busy when flow 1 starts: host 6's frame leaves first and reaches host 5 first.
+    Version 4, which scheduled the transmit-complete only with a frame waiting, found host 4's
+    NIC idle and sent flow 1 first (host 5's downlink then served them the other way round)."""
+    from evaluation.fabric import kernel as kn
+
+    ser_ps = round(SER_US * 1e6)
+    flows = [(4, 7, 1, 2, 0), (4, 5, 1, 1, 2 * ser_ps), (6, 5, 1, 1, 2 * ser_ps)]
+    res = simulate(SMALL, 0, flows=flows, cc_trace_rows=10_000, trace_io=True)
+    assert res.stats["error"] == 0
+    tr = res.cc_trace[: int((res.cc_trace[:, 2] != 0).sum())]
+    got = tr[tr[:, 2] == kn.TR_RECV]
+    into_5 = got[got[:, 1] != 0]
+    assert [int(f) for f in into_5[np.argsort(into_5[:, 0], kind="stable"), 1]] == [2, 1]
+    # one frame time apart: they met at host 5's downlink, not merely left in that order
+    assert int(np.diff(np.sort(into_5[:, 0]))[0]) == ser_ps
