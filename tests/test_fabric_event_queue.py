@@ -74,17 +74,6 @@ def test_a_full_queue_and_an_event_in_the_past_are_refused() -> None:
     assert q[eq.SIZE] < 0
 
 
-def test_has_an_event_at_now_only_while_one_is_queued() -> None:
-    q = eq.new_queue(8)
-    eq.push(q, 100, 1)
-    eq.push(q, 100, 2)
-    eq.push(q, 200, 3)
-    assert eq.pop(q) == (100, 1)
-    assert eq.has(q, 100)  # (100, 2) is queued: it pops first
-    assert eq.pop(q) == (100, 2)
-    assert not eq.has(q, 100)  # an event pushed for 100 now would pop next
-
-
 def test_owned_rows_queue_in_push_order_and_stay_their_owners() -> None:
     # two owned rows (a packet's, in the kernel) among events from the queue's own nodes
     q = eq.new_queue(4, owned=2)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluation.fabric.config import FabricConfig
+from evaluation.fabric.config import FabricConfig, QueueParams
 from evaluation.fabric.dcqcn import Dcqcn
 from evaluation.fabric.scenarios import TABLE1, Run, scenario_runs
 from evaluation.fabric.sweep import RunStore, run_sweep
@@ -68,6 +68,18 @@ def scenario_config(
     base = SCENARIOS[scenario]
     d = REGIMES[regime](base.cc)
     return replace(base, dcqcn=replace(d, name=f"{d.name}+{regime}"), mode=variant)
+
+
+def packet_level_config(regime: str, splits: int = 4) -> FabricConfig:
+    """The packet-by-packet comparison's workload (pktdiff.py, tests/test_fabric_ns3_arrivals):
+    `table1` at 1 MiB chunks with RED out of reach, so neither instrument draws a coin and both
+    are deterministic."""
+    return replace(
+        scenario_config("table1", regime, "baseline"),
+        chunk_bytes=MiB,
+        splits=splits,
+        red=QueueParams(k_min=5000, k_max=10000, p_max=0.2),  # never reached: no RED
+    )
 
 
 @dataclass(frozen=True)

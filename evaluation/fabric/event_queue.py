@@ -258,15 +258,6 @@ def _advance(q, cur):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def has(q, t):  # type: ignore[no-untyped-def]
-    """An event at t (the time last popped) is queued: the current slot's first event is at t.
-    If not, an event pushed now for t would be the next one popped, so the kernel runs it in
-    place instead (the same run, one push and pop fewer)."""
-    h = q[W_HEAD + SLOT * (q[CUR] & (WHEEL - 1))]
-    return h >= 0 and q[h + N_TIME] == t
-
-
-@njit(cache=True, _nrt=False, inline="always")
 def pop(q):  # type: ignore[no-untyped-def]
     """(time, payload) of the first event; the queue must not be empty. Inlined: the kernel
     calls it from one place, and a call would pass the array as seven words."""

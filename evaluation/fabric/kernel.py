@@ -20,6 +20,8 @@ uncongested hop costs one event."""
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 from numba import njit
 
@@ -139,7 +141,9 @@ MODE_BASELINE, MODE_SYMPHONY, MODE_PQ = 0, 1, 2
 # issue 45, docs/evaluation.md "The NIC's round robin"). 5: every port and NIC schedules its
 # transmit-complete event at every transmission start, as ns-3's QbbNetDevice does, so frames
 # meeting at one instant are ordered as ns-3 orders them (docs/evaluation.md "The tie order").
-RESULTS_VERSION = 5
+# 6: a free NIC sends an ACK, and a QP its ACK made ready, inside the arrival that caused it, as
+# ns-3's TriggerTransmit does, not after the other events of that instant (issue 45).
+RESULTS_VERSION = 6
 
 
 # The packet and port indices of the hottest handlers (pku, portu) are unsigned: numba indexes
@@ -252,6 +256,16 @@ def hop_code(kind, idx, queued):
 def hop_fields(code: int) -> tuple[int, int, int]:
     """(kind, PSN index, bytes queued ahead) of a TR_HOP row's last column."""
     return code & 3, (code >> 2) & 0xFFFFFF, code >> 26
+
+
+def arrivals_digest(hops: np.ndarray) -> tuple[int, str]:
+    """(count, sha256) of switch arrivals, one row (kind, flow, PSN index, time in ps) each:
+    what the kernel's TR_HOP rows and ns-3's trace are compared by when ns-3 is not at hand.
+    The rows are sorted, so a packet's arrivals are in time order (its n-th is its n-th hop),
+    and hashed as little-endian int64."""
+    rows = np.ascontiguousarray(hops, dtype="<i8").reshape(-1, 4)
+    rows = rows[np.lexsort(rows.T[::-1])]
+    return len(rows), hashlib.sha256(rows.tobytes()).hexdigest()
 
 
 @njit(cache=True, _nrt=False)
@@ -467,10 +481,11 @@ def run(
                         and not _win_bound(fl, fr, f, var_win, line_gbps, mtu)
                     ):
                         fl[f, FL_SND_SCHED] = 1
-                        if fl[f, FL_NEXT_AVAIL] > now or eq.has(q, now):
-                            eq.push(q, max(now, fl[f, FL_NEXT_AVAIL]), EV_QP_READY | (f << 4))
+                        if fl[f, FL_NEXT_AVAIL] > now:
+                            eq.push(q, fl[f, FL_NEXT_AVAIL], EV_QP_READY | (f << 4))
                             continue
-                        # the event would pop next (nothing else at `now`): run it here
+                        # ready now: served inside this ACK's arrival, as ns-3's ReceiveAck
+                        # calls TriggerTransmit (RESULTS_VERSION 6)
                         stats[S_EVENTS] += 1
                         ev = EV_QP_READY
                         x = f
@@ -550,11 +565,13 @@ def run(
                     _enq(pt, pkt, h, PT_A_HEAD, PT_A_TAIL, PT_A_LEN, pk)
                     if pt[h, PT_PENDING] != 0:
                         continue
-                    if pt[h, PT_BUSY] > now or jobs_left == 0 or eq.has(q, now):
+                    if pt[h, PT_BUSY] > now or jobs_left == 0:
                         pt[h, PT_PENDING] = 1
                         eq.push(q, max(now, pt[h, PT_BUSY]), EV_NIC_TXDONE | (h << 4))
                         continue
-                    # the event would pop next (nothing else at `now`): run it here
+                    # a free NIC sends the ACK now, inside this arrival, as ns-3's ReceiveUdp
+                    # does (RdmaEnqueueHighPrioQ, then TriggerTransmit), not after the other
+                    # events of this instant (RESULTS_VERSION 6)
                     stats[S_EVENTS] += 1
                     ev = EV_NIC_TXDONE
                     x = h

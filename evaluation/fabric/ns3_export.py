@@ -23,9 +23,14 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+import numpy as np
+
+from evaluation.fabric import kernel_state, topology
 from evaluation.fabric import symphony_kernel as sk
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.sim import TICK_NS, prepare
@@ -36,6 +41,24 @@ from evaluation.fabric.topology import (
 )
 
 KB = 1000  # HPCC's KMIN/KMAX maps count kilobytes of 1000 bytes
+
+
+def whole_ns_transmissions(set_attr: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Give the kernel ns-3's time arithmetic for transmissions: every frame's transmission
+    time in whole ns (`DataRate::CalculateBytesTxTime`, Time(int64x64).Round()), data and ACK
+    alike, by patching how the kernel's port rows are built. For the packet-level comparisons
+    only (the kernel's own runs keep exact ps); `set_attr` is pytest's monkeypatch.setattr in
+    tests, so the patch is undone after them."""
+    set_attr(topology, "_gbps_ser", lambda cfg, gbps: round(cfg.mtu * 8 / gbps) * 1000)
+    rows_of = kernel_state.port_rows
+
+    def port_rows(topo: topology.Topology, nic: Any) -> np.ndarray:
+        rows = rows_of(topo, nic)
+        exact = topo.port_ser * nic.ack_bytes / nic.mtu
+        rows[:, kernel_state.PT_ACK_SER] = np.round(exact / 1000).astype(np.int64) * 1000
+        return rows
+
+    set_attr(kernel_state, "port_rows", port_rows)
 
 
 def workload_text(cfg: FabricConfig, wl: Workload) -> str:

@@ -17,7 +17,6 @@ import os
 import subprocess
 import sys
 from collections import defaultdict
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -25,11 +24,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "docs/measurements/crossval-regimes-2026-12-06/ack-priority-flows"))
 
 import flows_vs_ns3  # noqa: E402
+import numpy as np  # noqa: E402
 
 from evaluation.fabric import crossval_regimes as xr  # noqa: E402
 from evaluation.fabric import kernel as kn  # noqa: E402
 from evaluation.fabric import ns3_export  # noqa: E402
-from evaluation.fabric.config import QueueParams  # noqa: E402
 from evaluation.fabric.sim import simulate  # noqa: E402
 
 KIND = {"11": 0, "fc": 1, "fd": 2}  # l3Prot: data, ACK, NACK
@@ -42,14 +41,14 @@ def main() -> None:
     ap.add_argument("--regime", default="default")
     ap.add_argument("--until-us", type=float, default=6470.0)
     ap.add_argument("--show", type=int, default=6)
+    ap.add_argument(
+        "--digest",
+        action="store_true",
+        help="also print both instruments' kernel.arrivals_digest (tests/data/ns3_arrivals.json)",
+    )
     a = ap.parse_args()
     flows_vs_ns3.ns_rounded()
-    cfg = replace(
-        xr.scenario_config("table1", a.regime, "baseline"),
-        chunk_bytes=1 << 20,
-        splits=a.splits,
-        red=QueueParams(k_min=5000, k_max=10000, p_max=0.2),  # never reached: no RED
-    )
+    cfg = xr.packet_level_config(a.regime, a.splits)
     d = ROOT / "build" / "pktdiff" / f"{a.regime}-s{a.splits}-{a.seed}"
     ns3_export.write(cfg, a.seed, d)
     until_ps = round(a.until_us * 1e6)
@@ -80,6 +79,7 @@ def main() -> None:
         for t, p, _ in hops:
             arrivals[(t, p)] += 1
     first, n, q_tie, q_other = [], 0, 0, 0
+    q_kind = [0, 0, 0]  # of those whose queue reading differs: data, ACK, NACK
     for key, hops in ns3.items():
         for h, (k, m) in enumerate(zip(ker.get(key, []), hops, strict=False)):
             n += 1
@@ -90,6 +90,7 @@ def main() -> None:
                 q_tie, q_other = (
                     (q_tie + 1, q_other) if arrivals[m[:2]] > 1 else (q_tie, q_other + 1)
                 )
+                q_kind[key[0]] += 1
     print(
         f"seed {a.seed}, splits {a.splits}, {a.regime}, until {a.until_us} us: {n} arrivals "
         f"compared ({len(ns3)} packets in ns-3, {len(ker)} in the kernel)"
@@ -98,6 +99,21 @@ def main() -> None:
         f"same time, other bytes queued ahead: {q_tie} with another arrival at that port at "
         f"that instant, {q_other} without"
     )
+    if any(q_kind):
+        print(f"  of which data {q_kind[0]}, ACKs {q_kind[1]}, NACKs {q_kind[2]}")
+    for name, mine, other in (("ns-3", ns3, ker), ("the kernel", ker, ns3)):
+        extra = sorted(set(mine) - set(other))
+        if extra:
+            print(f"only in {name}: {len(extra)} packets (kind, flow, PSN index), e.g. {extra[:4]}")
+    if a.digest:
+        for name, per_packet in (("ns-3", ns3), ("kernel", ker)):
+            n_rows, sha = kn.arrivals_digest(
+                np.array(
+                    [(*key, hop[0]) for key, hops in per_packet.items() for hop in hops],
+                    dtype=np.int64,
+                )
+            )
+            print(f"digest {name}: {n_rows} {sha}")
     for t, (kind, f, ix), h, k, m in sorted(first)[: a.show]:
         print(
             f"  {t / 1e6:.3f} us: {('data', 'ACK', 'NACK')[kind]} of flow {f}, PSN index {ix}, "

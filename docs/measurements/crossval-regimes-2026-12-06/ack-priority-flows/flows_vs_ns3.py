@@ -16,21 +16,12 @@ from pathlib import Path
 import numpy as np
 
 from evaluation.fabric import crossval_regimes as xr
-from evaluation.fabric import kernel_state, ns3_export, topology
+from evaluation.fabric import ns3_export
 
 
 def ns_rounded() -> None:
-    """ns-3's transmission times: whole ns (Time(int64x64).Round()), data and ACK alike."""
-    topology._gbps_ser = lambda cfg, gbps: round(cfg.mtu * 8 / gbps) * 1000
-    rows_of = kernel_state.port_rows
-
-    def port_rows(topo: topology.Topology, nic: object) -> np.ndarray:
-        rows = rows_of(topo, nic)
-        exact = topo.port_ser * nic.ack_bytes / nic.mtu  # type: ignore[attr-defined]
-        rows[:, kernel_state.PT_ACK_SER] = np.round(exact / 1000).astype(np.int64) * 1000
-        return rows
-
-    kernel_state.port_rows = port_rows
+    """ns-3's transmission times: whole ns, data and ACK alike (ns3_export)."""
+    ns3_export.whole_ns_transmissions()
 
 
 def main() -> None:
