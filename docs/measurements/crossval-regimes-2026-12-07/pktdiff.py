@@ -1,10 +1,14 @@
 """Packet by packet: every packet's arrival at every switch in ns-3 and in the kernel, on one
 workload, and the first arrivals that differ (issue 45, docs/evaluation.md "The NIC's round
-robin"). `table1` at 1 MiB chunks without RED (no coins: both instruments deterministic) and
-with ns-3's whole-ns transmission times (flows_vs_ns3.ns_rounded).
+robin", "The ACK in its arrival"). `crossval_regimes.packet_level_config`: `table1` at 1 MiB
+chunks without RED (no coins: both instruments deterministic), with ns-3's whole-ns transmission
+times (`ns3_export.whole_ns_transmissions`).
 
     cd docs/measurements/crossval-regimes-2026-12-07
     SYMPHONY_NS3=/path/to/symphony-driver python pktdiff.py --seed 100 --splits 4 --until-us 6470
+    ... --regime both --until-us 20000 --digest   # the numbers of tests/data/ns3_arrivals.json
+
+pktdiff-v6-*.txt: the whole run (--until-us 1000000) in each regime, kernel version 6.
 
 The driver prints its `X` lines when SYM_TRACE_ALL_T1 is set (the ns-3 build's README, outside
 the repository); the kernel records TR_HOP rows (`simulate(..., hop_trace_us=...)`).
