@@ -84,6 +84,7 @@ def main() -> None:
             arrivals[(t, p)] += 1
     first, n, q_tie, q_other = [], 0, 0, 0
     q_kind = [0, 0, 0]  # of those whose queue reading differs: data, ACK, NACK
+    q_ns3_zero = 0  # of those, ns-3 reads 0 (its MMU does not count queue 0, the ACKs' class)
     for key, hops in ns3.items():
         for h, (k, m) in enumerate(zip(ker.get(key, []), hops, strict=False)):
             n += 1
@@ -95,6 +96,7 @@ def main() -> None:
                     (q_tie + 1, q_other) if arrivals[m[:2]] > 1 else (q_tie, q_other + 1)
                 )
                 q_kind[key[0]] += 1
+                q_ns3_zero += m[2] == 0
     print(
         f"seed {a.seed}, splits {a.splits}, {a.regime}, until {a.until_us} us: {n} arrivals "
         f"compared ({len(ns3)} packets in ns-3, {len(ker)} in the kernel)"
@@ -105,6 +107,7 @@ def main() -> None:
     )
     if any(q_kind):
         print(f"  of which data {q_kind[0]}, ACKs {q_kind[1]}, NACKs {q_kind[2]}")
+        print(f"  of which ns-3 reads 0 bytes: {q_ns3_zero}")
     for name, mine, other in (("ns-3", ns3, ker), ("the kernel", ker, ns3)):
         extra = sorted(set(mine) - set(other))
         if extra:
