@@ -2,6 +2,8 @@
 time in whole ns, `ns3_export.whole_ns_transmissions`), seeds 100-139: one CCT (ms) a line.
 
     PYTHONPATH=. python docs/measurements/crossval-regimes-2026-12-07/whole_ns.py baseline default
+    PYTHONPATH=. python docs/measurements/crossval-regimes-2026-12-07/whole_ns.py baseline \
+        ack-priority ecmp-8MiB                  # another scenario (default table1)
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from evaluation.fabric.sim import simulate
 
 ns3_export.whole_ns_transmissions()
 variant, regime = sys.argv[1], sys.argv[2]
-cfg = xr.scenario_config("table1", regime, variant)
+scenario = sys.argv[3] if len(sys.argv) > 3 else "table1"
+cfg = xr.scenario_config(scenario, regime, variant)
 for seed in range(100, 140):
     print(seed, round(float(simulate(cfg, seed).cct_us[0]) / 1e3, 1), flush=True)
