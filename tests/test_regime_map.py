@@ -5,6 +5,7 @@ carry the cross-validation's status, and a small map runs end to end from the co
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ import pytest
 from evaluation.fabric import crossval_regimes as xr
 from evaluation.fabric import regime_map as rm
 from evaluation.fabric.scenarios import Run
-from evaluation.fabric.sweep import config_hash
+from evaluation.fabric.sweep import RunStore, config_hash
 
 MiB = 1 << 20
 
@@ -178,3 +179,31 @@ def test_the_map_refuses_to_run_without_its_reference(tmp_path: Path) -> None:
         rm.main(["--option", "ack", "--out", str(tmp_path)])
     with pytest.raises(SystemExit, match="no complete cell"):
         rm.main(["--hosts", "32", "--report-only", "--out", str(tmp_path)])
+
+
+def test_a_run_that_hits_its_cap_is_run_again_under_a_larger_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # every run of this grid capped at 0.5 ms of simulated time (a 4-ring 128 KB collective
+    # takes ~4 ms): each stops there, flagged, and is run again under RERUN_CAP_MS
+    grid_runs = rm.runs
+    monkeypatch.setattr(
+        rm,
+        "runs",
+        lambda grid: [replace(r, cfg=replace(r.cfg, max_ms=0.5)) for r in grid_runs(grid)],
+    )
+    args = ["--hosts", "32", "--layout", "rings", "--nic", "windowed", "--chunk-kb", "128"]
+    args += ["--seeds-32", "2", "--option", "dcqcn", "--option", "ack", "--jobs", "2"]
+    args += ["--no-plots", "--out", str(tmp_path)]
+    rm.main(args)
+    stored = RunStore.read(tmp_path / "runs.jsonl")
+    assert len(stored) == 8  # 2 options x 2 seeds, each capped and again
+    assert sum(rm.capped(r.row) for r in stored.values()) == 4
+    with open(tmp_path / "regime-map.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert all(float(r["min_ms"]) > 0.5 for r in rows)  # the reruns' CCTs, not the cap
+    text = (tmp_path / "runs.jsonl").read_text()
+    rm.main([*args, "--report-only"])  # read back: the reruns stand in for the capped runs
+    assert (tmp_path / "runs.jsonl").read_text() == text
+    with open(tmp_path / "regime-map.csv") as fh:
+        assert list(csv.DictReader(fh)) == rows
