@@ -185,7 +185,7 @@ def test_a_run_that_hits_its_cap_is_run_again_under_a_larger_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # every run of this grid capped at 0.5 ms of simulated time (a 4-ring 128 KB collective
-    # takes ~4 ms): each stops there, flagged, and is run again under RERUN_CAP_MS
+    # takes ~4 ms): each stops there, flagged, and is run again under LONG_RUN_MAX_MS
     grid_runs = rm.runs
     monkeypatch.setattr(
         rm,

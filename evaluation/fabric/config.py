@@ -35,6 +35,11 @@ HPCC_RED = QueueParams(
 HPCC_BUFFER_PKTS = 32 * MiB // HPCC_MTU
 
 
+# The cap for runs longer than `max_ms` allows: training iterations, and a regime-map run that
+# hit `max_ms` run again. A run under a cap gives the same result under any larger one.
+LONG_RUN_MAX_MS = 600_000.0
+
+
 @dataclass(frozen=True)
 class Background:
     """Transient background traffic: `bursts` non-ECT constant-rate bursts, each on a random
@@ -119,7 +124,7 @@ class FabricConfig:
     dcqcn: Dcqcn | str = DEFAULT_PROFILE  # a profile of dcqcn.PROFILES by name, or one
     rto_us: float = 1000.0  # ours: HPCC has no retransmission timer (NACKs only)
     sample_us: float = 100.0
-    max_ms: float = 20_000.0
+    max_ms: float = 20_000.0  # simulated-time cap; a run that hits it is flagged (ERR_TIMEOUT)
 
     @property
     def cc(self) -> Dcqcn:

@@ -32,7 +32,7 @@ from evaluation.fabric.arrivals import (
     draw_jobs,
     draw_stream,
 )
-from evaluation.fabric.config import FabricConfig
+from evaluation.fabric.config import LONG_RUN_MAX_MS, FabricConfig
 from evaluation.fabric.kernel import RESULTS_VERSION
 from evaluation.fabric.regime_map import BY_NAME, Regime, config
 from evaluation.fabric.sim import simulate
@@ -96,7 +96,7 @@ FIG7C_PARTS = ("fig7c", "fig7c-stream")
 # A run's simulated-time cap (FabricConfig.max_ms is 20 s, shorter than a 128-node
 # Transformer iteration). Not part of a run's key: a run that stays under a cap gives the same
 # result under any larger one, and one that hits it is flagged (`error` 4) in the table.
-RUN_CAP_MS = 600_000.0
+RUN_CAP_MS = LONG_RUN_MAX_MS
 
 
 @dataclass(frozen=True)
