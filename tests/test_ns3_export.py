@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from evaluation.fabric import crossval_regimes as xr
-from evaluation.fabric import ns3_export
+from evaluation.fabric import ns3_export, ns3_run
 from evaluation.fabric import symphony_kernel as sk
 from evaluation.fabric.config import FabricConfig
 from evaluation.fabric.sim import TICK_NS
@@ -149,3 +149,35 @@ def test_every_regime_cell_has_its_ns3_runs() -> None:
         assert len(n.cct_ms) >= 5 and sorted(n.cct_ms) == list(range(100, 100 + len(n.cct_ms))), (
             cell
         )
+
+
+def _driver(tmp_path: Path, body: str) -> str:
+    """A stand-in for our ns-3 driver at its command-line boundary: what it is given is logged."""
+    exe = tmp_path / "driver"
+    exe.write_text(f'#!/bin/sh\necho "$@" > {tmp_path / "argv"}\n{body}\n')
+    exe.chmod(0o755)
+    return str(exe)
+
+
+def test_the_driver_runs_any_config_with_its_files_and_rngrun(tmp_path: Path) -> None:
+    ns3 = _driver(tmp_path, 'echo "stat cct_ns 2500000"; echo "stat cnps 17"')
+    d = tmp_path / "cell"
+    r = ns3_run.run_driver(ns3, SMALL, 7, d, post="direct")
+    assert (r.cct_ms, r.stats) == (2.5, {"cct_ns": 2500000.0, "cnps": 17.0})
+    argv = (tmp_path / "argv").read_text().split()
+    assert argv == [
+        f"--config={d / 'config.txt'}",
+        f"--topo={d / 'topology.txt'}",
+        f"--workload={d / 'workload.txt'}",
+        f"--symphony={d / 'symphony.txt'}",
+        "--RngRun=7",
+        "--post=direct",
+    ]
+    assert all((d / f).is_file() for f in ("config.txt", "topology.txt", "workload.txt"))
+    assert (d / "ns3.out").read_text().startswith("stat cct_ns")
+
+
+def test_a_failing_driver_is_reported_with_its_directory(tmp_path: Path) -> None:
+    ns3 = _driver(tmp_path, 'echo "no such topology" >&2; exit 3')
+    with pytest.raises(RuntimeError, match=r"cell.*exit 3.*no such topology"):
+        ns3_run.run_driver(ns3, SMALL, 7, tmp_path / "cell")

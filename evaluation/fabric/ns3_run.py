@@ -18,12 +18,14 @@ import subprocess
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
 
 from tqdm import tqdm
 
 from evaluation.fabric import crossval_regimes as xr
 from evaluation.fabric import ns3_export
+from evaluation.fabric.config import FabricConfig
 
 STORE = Path("build/crossval/ns3-runs-schedule.jsonl")
 
@@ -32,16 +34,22 @@ def cell_dir(root: Path, scenario: str, regime: str, variant: str, run: int) -> 
     return root / scenario / regime / variant / str(run)
 
 
-def run_one(
-    ns3: str, root: Path, cell: tuple[str, str, str, int], post: str = "schedule"
-) -> dict[str, object]:
-    """One ns-3 run of a cell; the driver's whole output is kept beside its input files.
+@dataclass(frozen=True)
+class DriverRun:
+    """What one run of our ns-3 driver gave: the collective's completion and its `stat` lines."""
+
+    cct_ms: float
+    stats: dict[str, float]
+    wall_s: float
+
+
+def run_driver(ns3: str, cfg: FabricConfig, run: int, d: Path, post: str = "schedule") -> DriverRun:
+    """ns-3 on any kernel configuration: the kernel's workload of seed `run` written as the
+    driver's files in `d`, ns-3 run on them with RngRun = run, its whole output kept beside them.
     `post`: when a flow whose predecessors are delivered starts in the driver: "schedule" after
     the receiver has queued its ACK of the delivering packet (the kernel's order: it queues the
     ACK in the same event and pops the successor's start after it), "direct" before it."""
-    scenario, regime, variant, run = cell
-    d = cell_dir(root, scenario, regime, variant, run)
-    ns3_export.write(xr.scenario_config(scenario, regime, variant), run, d)
+    ns3_export.write(cfg, run, d)
     t0 = time.time()
     out = subprocess.run(
         [
@@ -60,20 +68,30 @@ def run_one(
     (d / "ns3.out").write_text(out.stdout)
     (d / "ns3.err").write_text(out.stderr)
     if out.returncode != 0:
-        raise RuntimeError(f"ns-3 failed on {cell} (exit {out.returncode}): {out.stderr[-500:]}")
+        raise RuntimeError(f"ns-3 failed in {d} (exit {out.returncode}): {out.stderr[-500:]}")
     stats = {
         p[1]: float(p[2])
         for p in (ln.split() for ln in out.stdout.splitlines())
         if p[:1] == ["stat"]
     }
+    return DriverRun(xr.parse_driver_output(out.stdout), stats, round(time.time() - t0, 1))
+
+
+def run_one(
+    ns3: str, root: Path, cell: tuple[str, str, str, int], post: str = "schedule"
+) -> dict[str, object]:
+    """One ns-3 run of a cross-validation cell (`run_driver` on its configuration)."""
+    scenario, regime, variant, run = cell
+    d = cell_dir(root, scenario, regime, variant, run)
+    r = run_driver(ns3, xr.scenario_config(scenario, regime, variant), run, d, post)
     return {
         "scenario": scenario,
         "regime": regime,
         "variant": variant,
         "run": run,
-        "cct_ms": xr.parse_driver_output(out.stdout),
-        "stats": stats,
-        "wall_s": round(time.time() - t0, 1),
+        "cct_ms": r.cct_ms,
+        "stats": r.stats,
+        "wall_s": r.wall_s,
         "post": post,
     }
 

@@ -9,37 +9,17 @@ slowdown against kernel v3 ns-3's too? One run a line (`runs.txt` holds them):
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from evaluation.fabric import crossval_regimes as xr  # noqa: E402
-from evaluation.fabric import ns3_export  # noqa: E402
+from evaluation.fabric import ns3_run  # noqa: E402
 from evaluation.fabric import regime_map as rm  # noqa: E402
 
 nic, kb, opt, run = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 cfg = rm.config(rm.Regime("2d", nic, 128, kb * 1024), next(o for o in rm.OPTIONS if o.name == opt))
 d = ROOT / "build" / "ns3-128" / f"{nic}-{kb}-{opt}-{run}"
-ns3_export.write(cfg, run, d)
-t0 = time.time()
-out = subprocess.run(
-    [
-        os.environ["SYMPHONY_NS3"],
-        f"--config={d / 'config.txt'}",
-        f"--topo={d / 'topology.txt'}",
-        f"--workload={d / 'workload.txt'}",
-        f"--symphony={d / 'symphony.txt'}",
-        f"--RngRun={run}",
-        "--post=schedule",
-    ],
-    capture_output=True,
-    text=True,
-    check=True,
-)
-(d / "ns3.out").write_text(out.stdout)
-cct = xr.parse_driver_output(out.stdout)
-print(nic, kb, opt, run, "ns-3 CCT ms", cct, "wall", round(time.time() - t0, 1), flush=True)
+r = ns3_run.run_driver(os.environ["SYMPHONY_NS3"], cfg, run, d)
+print(nic, kb, opt, run, "ns-3 CCT ms", r.cct_ms, "wall", r.wall_s, flush=True)
